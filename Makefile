@@ -1,0 +1,60 @@
+# The book's commands. Each works from a fresh clone; .venv is reused while requirements.txt is unchanged.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Same thread count everywhere, so executed outputs and nbval agree.
+export OMP_NUM_THREADS := 2
+export PYTHONHASHSEED := 0
+export MPLBACKEND := Agg
+NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
+MATHJAX := book/_static/mathjax/tex-chtml.js
+
+.PHONY: book test unit nbval build browser lab serve execute clean
+
+$(STAMP): requirements.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	# Make `import vit_edu` work from any folder (the notebooks run in book/).
+	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/vit_edu_repo.pth"
+	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
+	touch $(STAMP)
+
+$(MATHJAX): $(STAMP)
+	src="$$($(PY) -c 'import mathjax, pathlib; print(pathlib.Path(mathjax.__file__).parent / "static/mathjax/es5")')"; \
+	mkdir -p book/_static/mathjax/output/chtml; \
+	cp "$$src/tex-chtml.js" book/_static/mathjax/; \
+	cp -r "$$src/output/chtml/fonts" book/_static/mathjax/output/chtml/
+
+build: $(STAMP) $(MATHJAX)
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+
+book: build
+	@echo "The site is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
+
+unit: $(STAMP)
+	$(PY) -m pytest tests --ignore=tests/test_site.py -q
+
+nbval: $(STAMP)
+	$(PY) -m pytest --nbval $(NOTEBOOKS) --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider -q
+
+browser: $(STAMP)
+	$(PY) -m pytest tests/test_site.py -q
+
+test: unit nbval build browser
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab book
+
+serve: build
+	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
+
+execute: $(STAMP)
+	for nb in $(NOTEBOOKS); do \
+	  $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.timeout=120 --ExecutePreprocessor.store_widget_state=False "$$nb" || exit 1; \
+	done
+
+clean:
+	rm -rf _build book/_static/mathjax

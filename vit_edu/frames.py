@@ -1,0 +1,117 @@
+"""Kernel-free stand-ins for widgets: every control setting rendered ahead of time, switched by a little JS.
+
+A live ipywidget needs a Python kernel; the website has none. :func:`frame_player` renders one picture
+(and an optional caption) per combination of control values and returns self-contained HTML (no CDN,
+no external file) whose sliders and menus swap the pictures in the browser.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import matplotlib.pyplot as plt
+from IPython.display import HTML
+from matplotlib.figure import Figure
+
+Frame = tuple[Figure, str]  # a picture and an HTML caption ("" for none)
+
+_SCRIPT = """
+(function () {
+  var root = document.getElementById("%(id)s");
+  var data = JSON.parse(root.querySelector("script.vit-frames-data").textContent);
+  var inputs = root.querySelectorAll("[data-control]");
+  var img = root.querySelector("img.vit-frames-image");
+  var caption = root.querySelector(".vit-frames-caption");
+  function show() {
+    var index = 0;
+    inputs.forEach(function (input, i) {
+      var k = Number(input.value);
+      index = index * data.sizes[i] + k;
+      var out = root.querySelector("output[data-for='" + i + "']");
+      if (out) { out.textContent = data.labels[i][k]; }
+    });
+    img.src = "data:image/png;base64," + data.frames[index][0];
+    caption.innerHTML = data.frames[index][1];
+    root.dataset.frame = String(index);
+  }
+  inputs.forEach(function (input) { input.addEventListener("input", show); });
+  show();
+})();
+"""
+
+
+def figure_to_png(fig: Figure, dpi: int = 72) -> str:
+    """Base64 PNG of ``fig`` (closed afterwards so notebooks do not pile up figures)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _control_html(i: int, name: str, values: Sequence[Any], start: int) -> str:
+    label = html.escape(name)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return (
+            f'<label>{label} <input type="range" data-control="{i}" min="0" max="{len(values) - 1}" step="1" '
+            f'value="{start}" aria-label="{label}"> <output data-for="{i}">{html.escape(str(values[start]))}</output>'
+            f"</label>"
+        )
+    options = "".join(
+        f'<option value="{k}"{" selected" if k == start else ""}>{html.escape(str(v))}</option>'
+        for k, v in enumerate(values)
+    )
+    return f'<label>{label} <select data-control="{i}" aria-label="{label}">{options}</select></label>'
+
+
+def frame_player(
+    render: Callable[..., Frame],
+    controls: dict[str, Sequence[Any]],
+    *,
+    start: dict[str, Any] | None = None,
+    dpi: int = 72,
+    alt: str = "precomputed view",
+) -> HTML:
+    """Render ``render(**values)`` for every combination of ``controls`` and wrap the frames in a player.
+
+    Numeric controls become sliders, others drop-down menus. ``start`` picks the first frame shown.
+    """
+    if not controls or any(len(values) == 0 for values in controls.values()):
+        raise ValueError(f"every control needs at least one value, got {({k: len(v) for k, v in controls.items()})}")
+    names = list(controls)
+    start = start or {}
+    unknown = set(start) - set(names)
+    if unknown:
+        raise ValueError(f"start names unknown controls {sorted(unknown)}; controls are {names}")
+    start_index = [list(controls[n]).index(start[n]) if n in start else 0 for n in names]
+    frames = []
+    for combo in itertools.product(*(controls[n] for n in names)):
+        fig, caption = render(**dict(zip(names, combo)))
+        frames.append([figure_to_png(fig, dpi), caption])
+    data = {
+        "sizes": [len(controls[n]) for n in names],
+        "labels": [[str(v) for v in controls[n]] for n in names],
+        "frames": frames,
+    }
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")  # safe inside <script>
+    uid = "vit-frames-" + hashlib.sha1(payload.encode()).hexdigest()[:12]  # deterministic: nbval-friendly
+    widgets = "".join(_control_html(i, n, list(controls[n]), start_index[i]) for i, n in enumerate(names))
+    first = 0
+    for i, k in enumerate(start_index):
+        first = first * data["sizes"][i] + k
+    page = (
+        f'<div class="vit-frames" id="{uid}">'
+        f'<div class="vit-frames-controls">{widgets}</div>'
+        f'<img class="vit-frames-image" alt="{html.escape(alt)}" src="data:image/png;base64,{frames[first][0]}">'
+        f'<div class="vit-frames-caption">{frames[first][1]}</div>'
+        f'<script type="application/json" class="vit-frames-data">{payload}</script>'
+        f"<script>{_SCRIPT % {'id': uid}}</script>"
+        "</div>"
+    )
+    return HTML(page)
