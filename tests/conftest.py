@@ -1,0 +1,28 @@
+import dataclasses
+
+import pytest
+import torch
+
+from vit_edu import CONFIGS, VisionTransformer
+
+
+def randomize(model: torch.nn.Module, std: float = 0.05) -> torch.nn.Module:
+    """Add noise to every parameter, so zero-initialised parts (head, CLS) take part in comparisons."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * std)
+    return model
+
+
+@pytest.fixture
+def small_config():
+    return dataclasses.replace(
+        CONFIGS["vit-ti/16"], image_size=(32, 48), patch_size=8, embed_dim=32, depth=2, num_heads=4,
+        mlp_dim=64, num_classes=7,
+    )
+
+
+@pytest.fixture
+def small_model(small_config):
+    torch.manual_seed(0)
+    return randomize(VisionTransformer(small_config)).eval()

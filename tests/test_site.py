@@ -1,0 +1,174 @@
+"""Browser test of the built site: every toc page in headless Chromium, as a reader would open it.
+
+Needs `_build/html` (make build) and Debian's Chromium at /usr/bin/chromium. Outside CI a missing piece
+skips the test; in CI (CI=true) it fails, so the check can never silently disappear.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from pathlib import Path
+from urllib.parse import urldefrag, urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def toc_pages() -> list[str]:
+    """Site paths of every file in _toc.yml, root first."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        stack = list(part.get("chapters", []))
+        while stack:
+            entry = stack.pop(0)
+            files.append(entry["file"])
+            stack[0:0] = entry.get("sections", [])
+    return [f"{Path(f).with_suffix('')}.html" for f in files]
+
+
+def _missing() -> str | None:
+    if not (SITE / "index.html").exists():
+        return "no built site in _build/html (run make build)"
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    return None
+
+
+@pytest.fixture(scope="module")
+def server():
+    reason = _missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser test cannot run in CI: {reason}")
+        pytest.skip(reason)
+    handler = functools.partial(QuietHandler, directory=str(SITE))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+def open_page(browser, url: str):
+    """Open ``url``; return the page and the problems seen while loading it."""
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"failed request: {r.url} ({r.failure})"))
+    page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+
+    def guard(route):
+        host = urlparse(route.request.url).hostname
+        if route.request.url.startswith("data:") or host == "127.0.0.1":
+            route.continue_()
+        else:
+            problems.append(f"request off the machine: {route.request.url}")
+            route.abort()
+
+    page.route("**/*", guard)
+    page.goto(url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    return page, problems
+
+
+def test_toc_lists_pages():
+    pages = toc_pages()
+    assert pages[0] == "book/intro.html" and "book/00_first_look.html" in pages
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_page_loads_cleanly(browser, server, path):
+    assert (SITE / path).exists(), f"{path} was not built"
+    page, problems = open_page(browser, server + path)
+    try:
+        heading = page.locator("main h1").first.inner_text().strip().rstrip("#").strip()
+        assert heading, f"{path} has no title"
+        assert heading.split()[0] in page.title(), f"{path}: title {page.title()!r} vs heading {heading!r}"
+        broken = page.evaluate(
+            "Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))"
+        )
+        assert not broken, f"{path}: images that did not load: {broken}"
+        assert not problems, f"{path}: " + "\n".join(problems)
+        check_internal_links(page, server, path)
+    finally:
+        page.close()
+
+
+@functools.lru_cache(maxsize=None)
+def _ids(file: Path) -> frozenset[str]:
+    return frozenset(re.findall(r'\bid="([^"]+)"', file.read_text(encoding="utf-8")))
+
+
+def check_internal_links(page, server: str, path: str) -> None:
+    hrefs = page.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
+    bad = []
+    for href in hrefs:
+        if not href.startswith(server):
+            continue
+        target, fragment = urldefrag(href)
+        file = SITE / urlparse(target).path.lstrip("/")
+        if file.is_dir():
+            file = file / "index.html"
+        if not file.exists():
+            bad.append(href)
+        elif fragment and file.suffix == ".html" and fragment not in _ids(file):
+            bad.append(href)
+    assert not bad, f"{path}: internal links that do not resolve: {bad}"
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_every_frame_player_changes_its_picture(browser, server, path):
+    page, problems = open_page(browser, server + path)
+    try:
+        players = page.locator("div.vit-frames")
+        source = (ROOT / path).with_suffix(".ipynb")
+        if source.exists() and "frame_player(" in source.read_text(encoding="utf-8"):
+            assert players.count() > 0, f"{path}: the notebook builds a frame player but the page shows none"
+        for i in range(players.count()):
+            player = players.nth(i)
+            image = player.locator("img.vit-frames-image")
+            before, frame = image.get_attribute("src"), player.get_attribute("data-frame")
+            control = player.locator("[data-control]").first
+            if control.evaluate("e => e.tagName") == "SELECT":
+                count = control.locator("option").count()
+                current = int(control.input_value())
+                control.select_option(str((current + 1) % count))
+            else:
+                top, current = int(control.get_attribute("max")), int(control.input_value())
+                control.fill(str(top if current != top else 0))
+            assert player.get_attribute("data-frame") != frame, f"{path}: player {i} did not switch frame"
+            assert image.get_attribute("src") != before, f"{path}: player {i} shows the same picture"
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()

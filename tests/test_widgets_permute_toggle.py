@@ -1,0 +1,87 @@
+"""The permute toggle over every token and both modes: what each token really holds, measured."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from vit_edu.plotting import to_hwc
+from vit_edu.widgets.permute_toggle import (
+    CONTROLS,
+    SITE_CONTROLS,
+    describe_sources,
+    permute_toggle_view,
+    photo,
+    token_sources,
+    token_tile,
+    true_patch,
+)
+
+TOKENS = CONTROLS["token"]
+
+
+def _patch_pixels(token):
+    row, col = divmod(token, 14)
+    return photo()[0, :, 16 * row : 16 * row + 16, 16 * col : 16 * col + 16]
+
+
+def test_controls_cover_all_196_tokens_and_both_modes():
+    assert TOKENS == list(range(196))
+    assert CONTROLS["permute"] == ["with permute", "without permute"]
+    assert {0, 1, 14} <= set(SITE_CONTROLS["token"]) <= set(TOKENS)
+    assert len(SITE_CONTROLS["token"]) * len(SITE_CONTROLS["permute"]) <= 60
+
+
+@pytest.mark.parametrize("permute", CONTROLS["permute"])
+def test_view_over_every_token(permute):
+    for token in TOKENS:
+        fig, caption = permute_toggle_view(token=token, permute=permute)
+        try:
+            assert len(fig.axes) == 3
+            drawn_tile = np.asarray(fig.axes[1].images[0].get_array())
+            drawn_truth = np.asarray(fig.axes[2].images[0].get_array())
+            truth = _patch_pixels(token)  # computed here, independently of the module
+            np.testing.assert_array_equal(drawn_truth, to_hwc(truth))
+            if permute == "with permute":
+                np.testing.assert_array_equal(drawn_tile, to_hwc(truth))
+                assert "<b>match</b>" in caption and "all 768 numbers in place" in caption
+                assert "red, green and blue channels" in caption and "touching 1 patch" in caption
+            else:
+                # Without permute, token t is simply the t-th run of 768 numbers in memory.
+                memory = photo().flatten()[768 * token : 768 * (token + 1)].reshape(3, 16, 16)
+                np.testing.assert_array_equal(drawn_tile, to_hwc(memory))
+                assert not torch.equal(memory, truth)
+                assert "<b>no match</b>" in caption
+            assert caption.startswith(f"Token {token}, {permute}:")
+            row, col = divmod(token, 14)
+            assert f"grid row {row}, column {col}" in caption
+        finally:
+            plt.close(fig)
+
+
+def test_token_0_without_permute_is_top_rows_red_only():
+    facts = describe_sources(0, "without permute")
+    assert facts["channels"] == ["red"]
+    assert facts["rows"] == (0, 3)  # 768 = 3·224 + 96: rows 0–2 whole, 96 pixels of row 3
+    assert facts["patches"] == list(range(14))  # a stripe from each patch of the top grid row
+    assert facts["in_place"] == 16  # only the first pixel row of the first patch lands where it belongs
+    src = token_sources(0, "without permute")
+    assert src[:, 1].max() < 16 // 2  # nothing from the lower half of any patch
+    assert not torch.equal(token_tile(0, "without permute"), true_patch(0))
+
+
+def test_sources_with_permute_are_the_patch_itself():
+    for token in (0, 1, 14, 195):
+        row, col = divmod(token, 14)
+        src = token_sources(token, "with permute").reshape(3, 16, 16, 3)
+        assert torch.equal(src[..., 0], torch.arange(3)[:, None, None].expand(3, 16, 16))
+        assert torch.equal(src[..., 1], (16 * row + torch.arange(16))[None, :, None].expand(3, 16, 16))
+        assert torch.equal(src[..., 2], (16 * col + torch.arange(16))[None, None, :].expand(3, 16, 16))
+
+
+def test_bad_inputs_explain_themselves():
+    fig, caption = permute_toggle_view(token=196, permute="with permute")
+    plt.close(fig)
+    assert "does not exist" in caption
+    with pytest.raises(ValueError, match="permute must be one of"):
+        permute_toggle_view(token=0, permute="sideways")

@@ -1,0 +1,155 @@
+"""Permute toggle: what does token i really hold, with and without the permute in patchify?
+
+The photo is 224×224 with P = 16, so there are 196 tokens of 768 numbers. The view draws the 768 numbers
+of one token back as a 16×16 RGB tile (read in vit_edu's ``(c, p_h, p_w)`` order), the true patch at that
+grid position, and the photo with the true patch outlined and the pixels the numbers came from shaded.
+Where the numbers came from is computed, not guessed: the same cut is applied to a tensor whose entries
+are their own memory offsets.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from vit_edu.images import sample_photo
+from vit_edu.patches import patchify, patchify_without_permute
+from vit_edu.plotting import to_hwc
+
+IMAGE_SIZE = 224
+PATCH_SIZE = 16
+GRID = IMAGE_SIZE // PATCH_SIZE  # 14
+CHANNEL_NAMES = ("red", "green", "blue")
+MODES = ["with permute", "without permute"]
+
+CONTROLS: dict[str, list] = {"token": list(range(GRID * GRID)), "permute": MODES}
+# The website: every 13th token plus 0, 1 and 14 (a right and a lower neighbour of token 0); 18 × 2 = 36 frames.
+SITE_CONTROLS: dict[str, list] = {"token": sorted({0, 1, 14, *range(0, GRID * GRID, 13)}), "permute": MODES}
+
+
+def _cut(images: torch.Tensor, mode: str) -> torch.Tensor:
+    if mode == "with permute":
+        return patchify(images, PATCH_SIZE)
+    if mode == "without permute":
+        return patchify_without_permute(images, PATCH_SIZE)
+    raise ValueError(f"permute must be one of {MODES}, got {mode!r}")
+
+
+@lru_cache(maxsize=1)
+def photo() -> torch.Tensor:
+    """The 224×224 sample photo, (1, 3, 224, 224); cached, never modified."""
+    return sample_photo(IMAGE_SIZE)
+
+
+@lru_cache(maxsize=2)
+def _tokens(mode: str) -> torch.Tensor:
+    return _cut(photo(), mode)[0]  # (196, 768)
+
+
+@lru_cache(maxsize=2)
+def _sources(mode: str) -> torch.Tensor:
+    offsets = torch.arange(3 * IMAGE_SIZE * IMAGE_SIZE).reshape(1, 3, IMAGE_SIZE, IMAGE_SIZE)
+    return _cut(offsets, mode)[0]  # (196, 768): the memory offset each number was read from
+
+
+def token_tile(token: int, mode: str) -> torch.Tensor:
+    """The 768 numbers of ``token`` as a (3, 16, 16) tile, in the ``(c, p_h, p_w)`` order vit_edu uses."""
+    return _tokens(mode)[token].reshape(3, PATCH_SIZE, PATCH_SIZE)
+
+
+def true_patch(token: int) -> torch.Tensor:
+    """The (3, 16, 16) pixels of the patch at ``token``'s row-major grid position."""
+    row, col = divmod(token, GRID)
+    p = PATCH_SIZE
+    return photo()[0, :, row * p : (row + 1) * p, col * p : (col + 1) * p]
+
+
+def token_sources(token: int, mode: str) -> torch.Tensor:
+    """(768, 3) integer ``(channel, y, x)`` of the photo pixel behind each of ``token``'s numbers."""
+    offsets = _sources(mode)[token]
+    channel, rest = offsets // (IMAGE_SIZE * IMAGE_SIZE), offsets % (IMAGE_SIZE * IMAGE_SIZE)
+    return torch.stack([channel, rest // IMAGE_SIZE, rest % IMAGE_SIZE], dim=1)
+
+
+def describe_sources(token: int, mode: str) -> dict:
+    """Measured facts about where ``token``'s numbers come from (channels, rows, patches, right places)."""
+    src = token_sources(token, mode)
+    channel, y, x = src.unbind(1)
+    patches = torch.unique((y // PATCH_SIZE) * GRID + x // PATCH_SIZE)
+    row, col = divmod(token, GRID)
+    p = PATCH_SIZE
+    # Where each number *should* come from: the (c, p_h, p_w) position inside the token's own patch.
+    want_c, within = torch.arange(3 * p * p) // (p * p), torch.arange(3 * p * p) % (p * p)
+    want = torch.stack([want_c, row * p + within // p, col * p + within % p], dim=1)
+    return {
+        "channels": [CHANNEL_NAMES[c] for c in torch.unique(channel).tolist()],
+        "rows": (int(y.min()), int(y.max())),
+        "patches": patches.tolist(),
+        "in_place": int((src == want).all(dim=1).sum()),
+    }
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _span(lo: int, hi: int) -> str:
+    return f"{lo}" if lo == hi else f"{lo}–{hi}"
+
+
+def permute_toggle_view(token: int, permute: str) -> tuple[Figure, str]:
+    """Token ``token``'s numbers drawn as a tile, next to the true patch and the photo; caption: match or not."""
+    if permute not in MODES:
+        raise ValueError(f"permute must be one of {MODES}, got {permute!r}")
+    n = GRID * GRID
+    fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.9), gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    if not 0 <= token < n:
+        for ax in axes:
+            ax.axis("off")
+        axes[1].text(0.5, 0.5, f"no token {token}", ha="center", va="center")
+        return fig, f"There are {n} tokens (0 to {n - 1}); token {token} does not exist."
+    row, col = divmod(token, GRID)
+    tile, truth = token_tile(token, permute), true_patch(token)
+    match = torch.equal(tile, truth)
+    facts = describe_sources(token, permute)
+
+    src = token_sources(token, permute)
+    mask = np.zeros((IMAGE_SIZE, IMAGE_SIZE), dtype=bool)
+    mask[src[:, 1].numpy(), src[:, 2].numpy()] = True
+    shade = np.zeros((IMAGE_SIZE, IMAGE_SIZE, 4))
+    shade[mask] = (0.0, 1.0, 1.0, 0.6)  # cyan: pixels this token's numbers were read from
+    ax = axes[0]
+    ax.imshow(to_hwc(photo()))
+    ax.imshow(shade)
+    p = PATCH_SIZE
+    ax.add_patch(Rectangle((col * p - 0.5, row * p - 0.5), p, p, fill=False, edgecolor="yellow", linewidth=1.5))
+    ax.set_title("photo: true patch (yellow),\nsource pixels (cyan)", fontsize=8)
+    axes[1].imshow(to_hwc(tile))
+    axes[1].set_title(f"token {token} {permute}\n(its 768 numbers as a tile)", fontsize=8)
+    axes[2].imshow(to_hwc(truth))
+    axes[2].set_title(f"true patch: grid row {row}, col {col}", fontsize=8)
+    for ax in axes:
+        ax.set_xticks([])
+        ax.set_yticks([])
+
+    y0, y1 = facts["rows"]
+    where = (
+        f"its numbers come from the {_and(facts['channels'])} channel{'s' if len(facts['channels']) > 1 else ''}, "
+        f"image rows {_span(y0, y1)}, touching {len(facts['patches'])} patch{'es' if len(facts['patches']) > 1 else ''}"
+    )
+    if match:
+        verdict = (
+            f"<b>match</b>: the tile equals the patch at grid row {row}, column {col} "
+            f"(all {facts['in_place']} numbers in place); {where}."
+        )
+    else:
+        verdict = (
+            f"<b>no match</b>: the tile differs from the patch at grid row {row}, column {col}; {where}; "
+            f"only {facts['in_place']} of 768 numbers sit where that patch's pixel belongs."
+        )
+    return fig, f"Token {token}, {permute}: {verdict}"
