@@ -3,10 +3,9 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Same thread count everywhere, so executed outputs and nbval agree.
+# Same thread count everywhere, so executed outputs and nbval agree. (Kernels keep the inline plot backend.)
 export OMP_NUM_THREADS := 2
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 MATHJAX := book/_static/mathjax/tex-chtml.js
 

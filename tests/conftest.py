@@ -1,9 +1,12 @@
 import dataclasses
 
+import matplotlib
 import pytest
 import torch
 
 from vit_edu import CONFIGS, VisionTransformer
+
+matplotlib.use("Agg")  # tests draw figures without a screen
 
 
 def randomize(model: torch.nn.Module, std: float = 0.05) -> torch.nn.Module:
