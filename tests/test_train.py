@@ -1,0 +1,102 @@
+import dataclasses
+
+import pytest
+import torch
+
+from vit_edu import ViTConfig, VisionTransformer
+from vit_edu.data import ShapesDataset
+from vit_edu.train import (TrainConfig, evaluate, load_checkpoint, make_mixer, make_optimizer, parameter_groups,
+                           save_checkpoint, train)
+
+TINY = ViTConfig(image_size=16, patch_size=4, num_classes=4, embed_dim=32, depth=2, num_heads=2, mlp_dim=64)
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return (ShapesDataset("train", size=256, image_size=16, seed=3),
+            ShapesDataset("val", size=128, image_size=16, seed=3))
+
+
+def test_no_weight_decay_on_norms_biases_and_embeddings():
+    model = VisionTransformer(TINY)
+    decay, no_decay = parameter_groups(model, 0.05)
+    names = {id(p): n for n, p in model.named_parameters()}
+    decayed = {names[id(p)] for p in decay["params"]}
+    spared = {names[id(p)] for p in no_decay["params"]}
+    assert "blocks.0.attn.qkv.weight" in decayed and "head.weight" in decayed
+    assert {"cls_token", "pos_embed.embedding", "blocks.0.norm1.weight", "blocks.0.attn.qkv.bias"} <= spared
+    assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
+    assert len(decayed) + len(spared) == len(names)
+
+
+def test_schedule_warms_up_linearly_then_decays_by_cosine():
+    cfg = TrainConfig(steps=100, warmup_steps=10, lr=1.0)
+    optimizer, scheduler = make_optimizer(VisionTransformer(TINY), cfg)
+    lrs = []
+    for _ in range(cfg.steps):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert lrs[0] == pytest.approx(0.1) and lrs[10] == pytest.approx(1.0)  # full rate after 10 steps
+    assert lrs[0] < lrs[5] < lrs[9] < lrs[10]
+    assert lrs[55] == pytest.approx(0.5, abs=0.02)  # halfway through the cosine
+    assert lrs[-1] < 0.01
+
+
+def test_mixers_give_soft_labels():
+    x, y = torch.rand(8, 3, 16, 16), torch.arange(8) % 4
+    assert make_mixer(TrainConfig(mix="none"), 4) is None
+    for mix in ("cutmix", "mixup", "both"):
+        _, soft = make_mixer(TrainConfig(mix=mix), 4)(x, y)
+        assert soft.shape == (8, 4)
+        torch.testing.assert_close(soft.sum(1), torch.ones(8))
+
+
+def test_training_learns_and_is_deterministic(splits):
+    train_set, val_set = splits
+    cfg = TrainConfig(steps=60, batch_size=32, warmup_steps=5, eval_every=20, lr=3e-3, mix="cutmix")
+
+    def run():
+        torch.manual_seed(0)
+        model = VisionTransformer(TINY)
+        before = evaluate(model, val_set.images, val_set.labels)["loss"]
+        history = train(model, train_set, val_set, cfg, progress=False)
+        return model, before, history
+
+    model, before, history = run()
+    assert [row["step"] for row in history] == [20, 40, 60]
+    assert history[-1]["val_loss"] < before
+    _, _, again = run()
+    assert [r["val_loss"] for r in again] == [r["val_loss"] for r in history]
+
+
+def test_checkpoint_round_trip(tmp_path, splits):
+    torch.manual_seed(0)
+    model = VisionTransformer(dataclasses.replace(TINY, pos_embed="sincos")).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    path = tmp_path / "ck.pt"
+    save_checkpoint(path, model, TrainConfig(), [{"step": 1}], {"test_accuracy": 0.5})
+    loaded, info = load_checkpoint(path)
+    assert loaded.config == model.config
+    assert info["metrics"] == {"test_accuracy": 0.5} and info["history"] == [{"step": 1}]
+    x = splits[1].images[:4]
+    torch.testing.assert_close(loaded(x), model(x), atol=2e-2, rtol=2e-2)  # weights stored in half precision
+
+
+def test_nan_is_detected(splits):
+    model = VisionTransformer(TINY)
+    with torch.no_grad():
+        model.head.weight.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="loss became nan at step 1"):
+        train(model, *splits, TrainConfig(steps=5, warmup_steps=0, batch_size=16), progress=False)
+
+
+@pytest.mark.parametrize("changes,message", [({"steps": 0}, "steps must be a positive integer"),
+                                             ({"warmup_steps": 700}, "warmup_steps must be in"),
+                                             ({"mix": "cutout"}, "mix must be"),
+                                             ({"lr": 0.0}, "lr must be > 0")])
+def test_bad_train_config_raises(changes, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**changes)

@@ -1,0 +1,228 @@
+"""Train a small ViT on a CPU: AdamW, linear warm-up then cosine decay, label smoothing, optional CutMix/MixUp.
+
+``python -m vit_edu.train --preset shapes-vit --out vit_edu/checkpoints/shapes_vit.pt`` trains on the shapes
+task of :mod:`vit_edu.data` and writes a small checkpoint holding the weights, both configs, the training
+history and the final test metrics. Chapters load the shipped checkpoints instead of training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torchvision.transforms import v2
+from tqdm.auto import tqdm
+
+from vit_edu.config import ViTConfig
+from vit_edu.data import CLASS_NAMES, ShapesDataset
+from vit_edu.model import VisionTransformer
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train. ``steps`` optimiser steps of ``batch_size`` images; ``mix`` turns on CutMix/MixUp."""
+
+    steps: int = 600
+    batch_size: int = 128
+    lr: float = 2e-3
+    weight_decay: float = 0.05
+    warmup_steps: int = 60
+    label_smoothing: float = 0.1
+    mix: Literal["none", "cutmix", "mixup", "both"] = "none"
+    train_size: int = 5000
+    distractor: bool = False
+    seed: int = 0
+    eval_every: int = 50
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "train_size", "eval_every"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not 0 <= self.warmup_steps < self.steps:
+            raise ValueError(f"warmup_steps must be in [0, steps={self.steps}), got {self.warmup_steps}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+        if self.mix not in ("none", "cutmix", "mixup", "both"):
+            raise ValueError(f"mix must be 'none', 'cutmix', 'mixup' or 'both', got {self.mix!r}")
+        if self.lr <= 0 or self.weight_decay < 0:
+            raise ValueError(f"lr must be > 0 and weight_decay ≥ 0, got lr={self.lr}, weight_decay={self.weight_decay}")
+
+
+# Named model + training presets that the scripts and chapters share.
+PRESETS: dict[str, tuple[ViTConfig, TrainConfig]] = {
+    "shapes-vit": (
+        ViTConfig(image_size=32, patch_size=4, num_classes=len(CLASS_NAMES), embed_dim=96, depth=4, num_heads=4,
+                  mlp_dim=192),
+        TrainConfig(),
+    ),
+}
+
+
+def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Weight decay on weight matrices only: not on biases, LayerNorm parameters, CLS or position embeddings.
+
+    Decaying a LayerNorm's scale or an embedding pulls it towards zero for no benefit; this is the usual
+    split (as in timm and the DeiT recipe).
+    """
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        is_embedding = "cls_token" in name or "pos_embed" in name
+        (no_decay if p.ndim < 2 or is_embedding else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+    """AdamW with the parameter groups above, and a linear warm-up followed by cosine decay to zero."""
+    optimizer = torch.optim.AdamW(parameter_groups(model, cfg.weight_decay), lr=cfg.lr)
+    schedulers: list[torch.optim.lr_scheduler.LRScheduler] = []
+    milestones = []
+    if cfg.warmup_steps:
+        schedulers.append(torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=1 / cfg.warmup_steps,
+                                                            total_iters=cfg.warmup_steps))
+        milestones.append(cfg.warmup_steps)
+    schedulers.append(torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=cfg.steps - cfg.warmup_steps))
+    scheduler = (torch.optim.lr_scheduler.SequentialLR(optimizer, schedulers, milestones)
+                 if milestones else schedulers[0])
+    return optimizer, scheduler
+
+
+def make_mixer(cfg: TrainConfig, num_classes: int) -> Callable | None:
+    """The batch-level CutMix / MixUp transform from ``torchvision.transforms.v2``, or None."""
+    if cfg.mix == "none":
+        return None
+    options = {"cutmix": [v2.CutMix(num_classes=num_classes)], "mixup": [v2.MixUp(num_classes=num_classes)],
+               "both": [v2.CutMix(num_classes=num_classes), v2.MixUp(num_classes=num_classes)]}[cfg.mix]
+    return options[0] if len(options) == 1 else v2.RandomChoice(options)
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 500) -> dict[str, float]:
+    """Accuracy and mean cross-entropy of ``model`` on a whole split, in eval mode."""
+    was_training = model.training
+    model.eval()
+    correct, loss = 0, 0.0
+    for start in range(0, len(labels), batch_size):
+        logits = model(images[start : start + batch_size])
+        target = labels[start : start + batch_size]
+        loss += F.cross_entropy(logits, target, reduction="sum").item()
+        correct += (logits.argmax(1) == target).sum().item()
+    model.train(was_training)
+    return {"accuracy": correct / len(labels), "loss": loss / len(labels)}
+
+
+def train(
+    model: nn.Module,
+    train_set: ShapesDataset,
+    val_set: ShapesDataset,
+    cfg: TrainConfig,
+    *,
+    progress: bool = True,
+    on_eval: Callable[[list[dict]], None] | None = None,
+) -> list[dict]:
+    """Train in place; return the history: one row per evaluation with step, seconds, losses, accuracies.
+
+    ``on_eval`` is called with the history after every evaluation (the notebooks redraw their curves there).
+    Seconds count training only, not evaluation.
+    """
+    torch.manual_seed(cfg.seed)
+    optimizer, scheduler = make_optimizer(model, cfg)
+    mixer = make_mixer(cfg, len(train_set.classes))
+    criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
+    order = torch.Generator().manual_seed(cfg.seed)
+    images, labels = train_set.images, train_set.labels
+    history: list[dict] = []
+    seconds, running, count = 0.0, 0.0, 0
+    perm = torch.randperm(len(labels), generator=order)
+    cursor = 0
+    model.train()
+    for step in tqdm(range(1, cfg.steps + 1), disable=not progress, desc="training", mininterval=1.0):
+        start = time.perf_counter()
+        if cursor + cfg.batch_size > len(perm):
+            perm, cursor = torch.randperm(len(labels), generator=order), 0
+        index = perm[cursor : cursor + cfg.batch_size]
+        cursor += cfg.batch_size
+        x, y = images[index], labels[index]
+        if mixer is not None:
+            x, y = mixer(x, y)  # y becomes (B, K) soft labels
+        loss = criterion(model(x), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        seconds += time.perf_counter() - start
+        running, count = running + loss.item(), count + 1
+        if not math.isfinite(loss.item()):
+            raise FloatingPointError(f"loss became {loss.item()} at step {step} (lr {scheduler.get_last_lr()[0]:.2g})")
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            val = evaluate(model, val_set.images, val_set.labels)
+            history.append({"step": step, "seconds": round(seconds, 2), "train_loss": running / count,
+                            "val_loss": val["loss"], "val_accuracy": val["accuracy"],
+                            "lr": scheduler.get_last_lr()[0]})
+            running, count = 0.0, 0
+            if on_eval is not None:
+                on_eval(history)
+    model.eval()
+    return history
+
+
+def save_checkpoint(path: str | Path, model: VisionTransformer, cfg: TrainConfig, history: list[dict],
+                    metrics: dict) -> None:
+    """Weights in half precision (the file stays small), configs, history and final metrics in one file."""
+    state = {k: v.half() if v.is_floating_point() else v for k, v in model.state_dict().items()}
+    torch.save({"model_config": model.config.to_dict(), "train_config": dataclasses.asdict(cfg),
+                "state_dict": state, "history": history, "metrics": metrics}, path)
+
+
+def load_checkpoint(path: str | Path) -> tuple[VisionTransformer, dict]:
+    """The model (eval mode, float32) and the rest of the checkpoint (configs, history, metrics)."""
+    data = torch.load(path, map_location="cpu", weights_only=True)
+    model = VisionTransformer(ViTConfig(**data["model_config"]))
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in data["state_dict"].items()})
+    return model.eval(), {k: v for k, v in data.items() if k != "state_dict"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Train a small ViT on the shapes task and save a checkpoint.")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="shapes-vit")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--steps", type=int)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--pos-embed", choices=["learned", "none", "sincos"])
+    parser.add_argument("--mix", choices=["none", "cutmix", "mixup", "both"])
+    args = parser.parse_args(argv)
+    model_cfg, train_cfg = PRESETS[args.preset]
+    if args.pos_embed:
+        model_cfg = dataclasses.replace(model_cfg, pos_embed=args.pos_embed)
+    overrides = {k: getattr(args, k) for k in ("steps", "seed", "mix") if getattr(args, k) is not None}
+    train_cfg = dataclasses.replace(train_cfg, **overrides)
+    torch.manual_seed(train_cfg.seed)
+    model = VisionTransformer(model_cfg)
+    image_size = model_cfg.image_size[0]
+    train_set = ShapesDataset("train", size=train_cfg.train_size, image_size=image_size, seed=train_cfg.seed,
+                              distractor=train_cfg.distractor)
+    val_set = ShapesDataset("val", image_size=image_size, seed=train_cfg.seed, distractor=train_cfg.distractor)
+    test_set = ShapesDataset("test", image_size=image_size, seed=train_cfg.seed, distractor=train_cfg.distractor)
+    history = train(model, train_set, val_set, train_cfg)
+    metrics = evaluate(model, test_set.images, test_set.labels)
+    metrics = {"test_accuracy": metrics["accuracy"], "test_loss": metrics["loss"],
+               "train_seconds": history[-1]["seconds"]}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(args.out, model, train_cfg, history, metrics)
+    print(json.dumps(metrics), f"→ {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")
+
+
+if __name__ == "__main__":
+    main()
