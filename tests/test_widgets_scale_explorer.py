@@ -38,7 +38,7 @@ def test_every_setting(d, scaling):
         assert _number(r"entropy <b>([0-9.]+)</b>", caption) == pytest.approx(entropy(weights), abs=5e-4)
         assert f"{math.log(NUM_KEYS):.3f}" in caption
         (ax,) = fig.axes
-        heights = np.array([bar.get_height() for bar in ax.patches])
+        heights = np.asarray(ax.lines[0].get_ydata())
         assert len(heights) == NUM_KEYS
         assert np.all(np.diff(heights) <= 0), "bars are sorted, largest first"
         assert heights.sum() == pytest.approx(1.0, abs=1e-5)
@@ -80,3 +80,19 @@ def test_bad_settings_explain_themselves(d, scaling):
         assert len(fig.axes[0].texts) == 1
     finally:
         plt.close(fig)
+
+
+def test_live_png_widget_updates_picture_and_caption():
+    from vit_edu.widgets.live_png import live_png
+
+    box = live_png(scale_explorer_view, CONTROLS, start={"d": 64})
+    controls, picture, caption = box.children
+    assert picture.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "d = 64, ÷√d" in caption.value
+    first = picture.value
+    d_slider, scaling_menu = controls.children
+    scaling_menu.value = "no scaling"
+    assert "d = 64, no scaling" in caption.value
+    assert picture.value != first
+    d_slider.value = 1024
+    assert "d = 1024, no scaling" in caption.value

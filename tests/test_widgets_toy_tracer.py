@@ -9,9 +9,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from matplotlib.colors import to_rgb  # noqa: E402
 
 import vit_edu  # noqa: E402
 from vit_edu.widgets.toy_tracer import (  # noqa: E402
+    _HIGHLIGHT,
     CONTROLS,
     SITE_CONTROLS,
     locate,
@@ -22,6 +24,7 @@ from vit_edu.widgets.toy_tracer import (  # noqa: E402
 
 CAPTION = re.compile(r"pixel \((\d), (\d)\) with value (\d+) → token (\d+), position (\d+)")
 ALL = list(itertools.product(*CONTROLS.values()))
+RED = to_rgb(_HIGHLIGHT)
 
 
 def _where(tokens: torch.Tensor, value: int) -> tuple[int, int]:
@@ -59,7 +62,9 @@ def test_every_setting_lands_where_vit_edu_puts_the_value(row, col, patch_size, 
         assert value == int(image[0, 0, row, col]) == 4 * row + col + 1
         cut = vit_edu.patchify if method == "permute" else vit_edu.patchify_without_permute
         assert (token, position) == _where(cut(image, patch_size), value)
-        assert len(fig.axes) == 2  # image and token matrix
+        # two red frames: the pixel in the image (y = row) and its entry in the token matrix (y = token)
+        frames = sorted(p.get_y() + 0.5 for p in fig.axes[0].patches if p.get_edgecolor()[:3] == RED)
+        assert frames == sorted([row, token])
         if method == "permute":  # the closed form the caption spells out
             p = patch_size
             assert token == (row // p) * (4 // p) + col // p
@@ -92,6 +97,22 @@ def test_two_channel_tokens_and_sources():
         c, r, col = sources[t, k].tolist()
         assert tokens[t, k] == image[0, c, r, col]
     fig = trace_figure(image, 2, highlight=(1, 3, 3))
-    assert len(fig.axes) == 3  # two channels and the token matrix
+    texts = {t.get_text() for t in fig.axes[0].texts}
+    assert {"image, channel 0", "image, channel 1", "106", "116"} <= texts
     plt.close(fig)
     assert locate(3, 3, 2) == (3, 3)
+
+
+def test_live_widget_redraws_on_every_control():
+    import ipywidgets as widgets
+
+    from vit_edu.widgets import live
+
+    box = live(toy_tracer_view, CONTROLS, start={"patch_size": 2})
+    controls, picture, caption = box.children
+    assert isinstance(picture, widgets.Image) and bytes(picture.value).startswith(b"\x89PNG")
+    assert [c.description for c in controls.children] == list(CONTROLS)
+    assert "pixel (0, 0) with value 1 → token 0, position 0" in caption.value
+    controls.children[0].value = 3  # row 3
+    assert "pixel (3, 0) with value 13 → token 2, position 2" in caption.value
+    assert plt.get_fignums() == []  # every figure closed

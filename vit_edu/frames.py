@@ -47,12 +47,17 @@ _SCRIPT = """
 """
 
 
-def figure_to_png(fig: Figure, dpi: int = 72) -> str:
-    """Base64 PNG of ``fig`` (closed afterwards so notebooks do not pile up figures)."""
+def figure_png_bytes(fig: Figure, dpi: int = 72) -> bytes:
+    """PNG bytes of ``fig`` (closed afterwards so notebooks do not pile up figures)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
     plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return buffer.getvalue()
+
+
+def figure_to_png(fig: Figure, dpi: int = 72) -> str:
+    """Base64 PNG of ``fig``, ready for a ``data:`` URL."""
+    return base64.b64encode(figure_png_bytes(fig, dpi)).decode("ascii")
 
 
 def _control_html(i: int, name: str, values: Sequence[Any], start: int) -> str:

@@ -11,10 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
-from IPython.display import display
 
-from vit_edu.frames import Frame
+from vit_edu.frames import Frame, figure_png_bytes
 
 
 def _control(name: str, values: Sequence[Any], value: Any) -> widgets.ValueWidget:
@@ -24,20 +22,25 @@ def _control(name: str, values: Sequence[Any], value: Any) -> widgets.ValueWidge
 
 
 def live(
-    view: Callable[..., Frame], controls: dict[str, Sequence[Any]], *, start: dict[str, Any] | None = None
+    view: Callable[..., Frame],
+    controls: dict[str, Sequence[Any]],
+    *,
+    start: dict[str, Any] | None = None,
+    dpi: int = 80,
 ) -> widgets.VBox:
-    """A widget box: one control per entry of ``controls``, the view's figure and its caption below."""
+    """A widget box: one control per entry of ``controls``, the view's figure and its caption below.
+
+    The figure is shown as PNG bytes in a ``widgets.Image`` rather than displayed into a ``widgets.Output``:
+    no display message is sent, so notebooks with live widgets also execute headless (``make execute``).
+    """
     start = start or {}
     inputs = {name: _control(name, values, start.get(name, values[0])) for name, values in controls.items()}
-    picture = widgets.Output()
+    picture = widgets.Image(format="png")
     caption = widgets.HTML()
 
     def update(_change: object = None) -> None:
         fig, text = view(**{name: w.value for name, w in inputs.items()})
-        with picture:
-            picture.clear_output(wait=True)
-            display(fig)
-        plt.close(fig)
+        picture.value = figure_png_bytes(fig, dpi)
         caption.value = text
 
     for w in inputs.values():

@@ -39,9 +39,9 @@ CONTROLS: dict[str, list] = {
     "head": list(range(1, HEADS + 1)),
     "query": list(range(SEQ_LEN)),
 }
-# The website's player: 3 layers × 4 heads × 4 queries = 48 frames. Queries: CLS, sky (top right),
+# The website's player: first and last layer × 4 heads × 4 queries = 32 frames. Queries: CLS, sky (top right),
 # face (row 2, column 2) and jacket (row 4, column 1); rows and columns count from 0.
-SITE_CONTROLS: dict[str, list] = {"layer": [1, 2, 4], "head": list(range(1, HEADS + 1)), "query": [0, 6, 15, 26]}
+SITE_CONTROLS: dict[str, list] = {"layer": [1, DEPTH], "head": list(range(1, HEADS + 1)), "query": [0, 6, 15, 26]}
 
 
 @functools.lru_cache(maxsize=1)
@@ -113,10 +113,13 @@ def attention_inspector_view(layer: int = 1, head: int = 1, query: int = 0) -> t
 
     ax_mat.imshow(weights.numpy(), cmap="viridis", vmin=0, vmax=float(weights.max()))
     ax_mat.add_patch(Rectangle((-0.5, query - 0.5), SEQ_LEN, 1, fill=False, edgecolor="red", linewidth=1.5))
+    ticks = [0, 12, 24, 36] if SEQ_LEN == 37 else [0, SEQ_LEN - 1]
+    ax_mat.set_xticks(ticks)
+    ax_mat.set_yticks(ticks)
     ax_mat.set_xlabel("key token (0 = CLS)")
     ax_mat.set_ylabel("query token (0 = CLS)")
     ax_mat.set_title(f"layer {layer}, head {head}: all {SEQ_LEN}×{SEQ_LEN} weights", fontsize=9)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.14, top=0.9, wspace=0.25)
 
     top = int(row.argmax())
     caption = (

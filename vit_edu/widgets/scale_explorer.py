@@ -60,7 +60,9 @@ def scale_explorer_view(d: int = 64, scaling: str = "÷√d") -> tuple[Figure, s
     raw = scores(d)
     weights = softmax_weights(d, scaling)
     ordered = weights.sort(descending=True).values
-    ax.bar(range(NUM_KEYS), ordered.numpy(), width=1.0, color="tab:blue")
+    ranks = range(NUM_KEYS)
+    ax.plot(ranks, ordered.numpy(), color="tab:blue", linewidth=1.5, label="weights, largest first")
+    ax.fill_between(ranks, ordered.numpy(), color="tab:blue", alpha=0.3)
     ax.axhline(1 / NUM_KEYS, color="tab:orange", linestyle="--", linewidth=1, label=f"uniform, 1/{NUM_KEYS}")
     ax.set_ylim(0, 1)
     ax.set_xlim(-1, NUM_KEYS)
@@ -68,7 +70,7 @@ def scale_explorer_view(d: int = 64, scaling: str = "÷√d") -> tuple[Figure, s
     ax.set_ylabel("softmax weight")
     ax.set_title(f"d = {d}, {scaling}")
     ax.legend(loc="upper right", fontsize=8)
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.1, right=0.98, bottom=0.17, top=0.9)
     used = raw / math.sqrt(d) if scaling == "÷√d" else raw
     caption = (
         f"d = {d}, {scaling}: the scores fed to the softmax have standard deviation {float(used.std()):.2f}; "

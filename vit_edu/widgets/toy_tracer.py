@@ -62,8 +62,11 @@ def token_sources(images: torch.Tensor, patch_size: int, method: str = "permute"
 
 def _palette(n: int) -> np.ndarray:
     """``n`` light, distinct colours (RGB in [0, 1]) so black numbers stay readable on them."""
-    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
-    base = np.array([cmap(i % cmap.N)[:3] for i in range(n)])
+    if n <= 10:
+        base = np.array([plt.get_cmap("tab10")(i)[:3] for i in range(n)])
+    else:  # tab20's ten strong hues first, then their pale partners
+        order = list(range(0, 20, 2)) + list(range(1, 20, 2))
+        base = np.array([plt.get_cmap("tab20")(order[i % 20])[:3] for i in range(n)])
     return 0.55 * base + 0.45  # mixed with white
 
 
@@ -78,6 +81,10 @@ def pixel_colours(channels: int, height: int, width: int, patch_size: int) -> np
     return np.stack([1.0 - (1.0 - colours) * (0.55 ** c) for c in range(channels)])
 
 
+def _count(k: int, noun: str) -> str:
+    return f"{k} {noun}" + ("" if k == 1 else "s")
+
+
 def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
@@ -87,33 +94,41 @@ def draw_grid(
     values: np.ndarray,
     colours: np.ndarray,
     *,
+    x0: float = 0.0,
     highlight: tuple[int, int] | None = None,
+    row_labels: list[str] | None = None,
+    col_labels: list[str] | None = None,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
     fontsize: float = 9,
 ) -> None:
-    """Coloured cells with their value written in; a red frame around ``highlight`` = (row, col)."""
+    """Coloured cells with their value written in, cell (i, j) centred at (x0 + j, i); red frame at ``highlight``.
+
+    Labels are plain texts (matplotlib's tick objects cost more than the whole grid); the caller sets the
+    limits, with the y axis pointing down (``ax.set_ylim(bottom, top)`` with bottom > top).
+    """
     rows, cols = values.shape
-    ax.imshow(colours, interpolation="nearest")
+    left, right = x0 - 0.5, x0 + cols - 0.5
+    ax.imshow(colours, interpolation="nearest", extent=(left, right, rows - 0.5, -0.5))
     for i in range(rows):
         for j in range(cols):
-            ax.text(j, i, _fmt(values[i, j]), ha="center", va="center", fontsize=fontsize)
-    for y in np.arange(-0.5, rows, 1.0):
-        ax.axhline(y, color="white", linewidth=1.0)
-    for x in np.arange(-0.5, cols, 1.0):
-        ax.axvline(x, color="white", linewidth=1.0)
+            ax.text(x0 + j, i, _fmt(values[i, j]), ha="center", va="center", fontsize=fontsize)
+    ax.hlines(np.arange(-0.5, rows), left, right, color="white", linewidth=1.0)
+    ax.vlines(np.arange(left, right + 0.5), -0.5, rows - 0.5, color="white", linewidth=1.0)
     if highlight is not None:
         i, j = highlight
-        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=_HIGHLIGHT, linewidth=2.5))
-    ax.set_xlim(-0.5, cols - 0.5)
-    ax.set_ylim(rows - 0.5, -0.5)
-    for side in ax.spines.values():
-        side.set_visible(False)
-
-
-def _patch_borders(ax: Axes, height: int, width: int, patch_size: int) -> None:
-    for y in range(patch_size, height, patch_size):
-        ax.axhline(y - 0.5, color="black", linewidth=1.6)
-    for x in range(patch_size, width, patch_size):
-        ax.axvline(x - 0.5, color="black", linewidth=1.6)
+        ax.add_patch(Rectangle((x0 + j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor=_HIGHLIGHT, linewidth=2.5))
+    for i, label in enumerate(row_labels or []):
+        ax.text(left - 0.2, i, label, ha="right", va="center", fontsize=7)
+    for j, label in enumerate(col_labels or []):
+        ax.text(x0 + j, rows - 0.35, label, ha="center", va="top", fontsize=7)
+    if xlabel:
+        ax.text(x0 + (cols - 1) / 2, rows + 0.2, xlabel, ha="center", va="top", fontsize=8)
+    if ylabel:
+        ax.text(left - 0.75, (rows - 1) / 2, ylabel, ha="right", va="center", rotation=90, fontsize=8)
+    if title:
+        ax.text(x0 + (cols - 1) / 2, -0.7, title, ha="center", va="bottom", fontsize=8.5)
 
 
 def trace_figure(
@@ -128,6 +143,7 @@ def trace_figure(
 
     ``images`` is ``(1, C, H, W)``; ``highlight`` = ``(c, row, col)`` frames one pixel and its token entry.
     Raises ``ValueError`` (from ``vit_edu``) when ``patch_size`` does not divide the image.
+    One axes holds all panels, placed side by side in cell units (cheaper than one axes per panel).
     """
     _, channels, height, width = images.shape
     tokens, sources = token_sources(images, patch_size, method)
@@ -135,40 +151,46 @@ def trace_figure(
     colours = pixel_colours(channels, height, width, patch_size)
     token_colours = colours[sources[..., 0].numpy(), sources[..., 1].numpy(), sources[..., 2].numpy()]
 
-    widths = [width] * channels + [length]
-    fig_w = min(8.0, (sum(widths) + 1.2 * (channels + 1)) * _CELL)
-    fig_h = (max(height, n) + 2.2) * _CELL
-    fig, axes = plt.subplots(1, channels + 1, figsize=(fig_w, fig_h), gridspec_kw={"width_ratios": widths})
-    for c in range(channels):
-        ax = axes[c]
-        mark = (highlight[1], highlight[2]) if highlight is not None and highlight[0] == c else None
-        draw_grid(ax, images[0, c].numpy(), colours[c], highlight=mark)
-        _patch_borders(ax, height, width, patch_size)
-        ax.set_xticks(range(width))
-        ax.set_yticks(range(height))
-        ax.tick_params(length=0, labelsize=7)
-        ax.set_xlabel("column", fontsize=8)
-        if c == 0:
-            ax.set_ylabel("row", fontsize=8)
-        ax.set_title(f"image, channel {c}" if channels > 1 else f"image {height}×{width}, P = {patch_size}", fontsize=9)
+    gap_image, gap_tokens = 1.4, 2.6  # in cells: room for row labels / "token t" labels
+    starts = [gap_image + c * (width + gap_image) for c in range(channels)]
+    starts.append(starts[-1] + width + gap_tokens)
+    total_w = starts[-1] + length + 0.2
+    top, bottom = 1.7 + 0.8 * bool(title), max(height, n) + 1.0  # cells above row 0 / below the top edge
+    cell = min(_CELL, 8.0 / total_w)  # at most 8 inches wide
+    fig = plt.figure(figsize=(cell * total_w, cell * (top + bottom)))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(-0.5, total_w - 0.5)
+    ax.set_ylim(bottom - 0.5, -top - 0.5)
+    ax.axis("off")
 
-    ax = axes[-1]
+    for c in range(channels):
+        mark = (highlight[1], highlight[2]) if highlight is not None and highlight[0] == c else None
+        draw_grid(
+            ax, images[0, c].numpy(), colours[c], x0=starts[c], highlight=mark,
+            row_labels=[str(i) for i in range(height)], col_labels=[str(j) for j in range(width)],
+            xlabel="column", ylabel="row" if c == 0 else "",
+            title=f"image, channel {c}" if channels > 1 else f"image {height}×{width}, P = {patch_size}",
+        )
+        x0 = starts[c] - 0.5  # black lines on the patch borders
+        ax.hlines(np.arange(patch_size, height, patch_size) - 0.5, x0, x0 + width, color="black", linewidth=1.6)
+        ax.vlines(x0 + np.arange(patch_size, width, patch_size), -0.5, height - 0.5, color="black", linewidth=1.6)
+
     mark = None
     if highlight is not None:
         hit = (sources == torch.tensor(highlight)).all(dim=-1).nonzero()
         mark = (int(hit[0, 0]), int(hit[0, 1]))
-    draw_grid(ax, tokens.numpy(), token_colours, highlight=mark)
-    for c in range(1, channels):  # where one channel's block ends inside a token
-        ax.axvline(c * patch_size * patch_size - 0.5, color="black", linewidth=1.6)
-    ax.set_yticks(range(n))
-    ax.set_yticklabels([f"token {t}" for t in range(n)], fontsize=7)
-    ax.set_xticks(range(length))
-    ax.tick_params(length=0, labelsize=7)
-    ax.set_xlabel("position in token", fontsize=8)
-    ax.set_title(f"tokens ({method})\n{n} tokens × {length} values", fontsize=8)
+    x0 = starts[-1]
+    draw_grid(
+        ax, tokens.numpy(), token_colours, x0=x0, highlight=mark,
+        row_labels=[f"token {t}" for t in range(n)], col_labels=[str(k) for k in range(length)],
+        xlabel="position in token",
+        title=f"tokens ({method})\n{_count(n, 'token')} × {_count(length, 'value')}",
+    )
+    if channels > 1:  # where one channel's block ends inside a token
+        edges = x0 - 0.5 + np.arange(1, channels) * patch_size**2
+        ax.vlines(edges, -0.5, n - 0.5, color="black", linewidth=1.6)
     if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+        ax.text((total_w - 1) / 2, -top, title, ha="center", va="top", fontsize=10)
     return fig
 
 
@@ -197,7 +219,7 @@ def toy_tracer_view(row: int = 0, col: int = 0, patch_size: int = 2, method: str
         text = f"The toy image is {size}×{size}: row and column go from 0 to {size - 1}; got ({row}, {col})."
         return _message_figure(text), html.escape(text)
     try:
-        tokens, sources = token_sources(image, patch_size, method)
+        _, sources = token_sources(image, patch_size, method)
     except ValueError as error:
         text = f"Patch size {patch_size} does not fit the {size}×{size} image: {error}."
         fig = _message_figure(f"P = {patch_size} does not divide {size}:\nno patch grid, no tokens")
@@ -226,3 +248,4 @@ def toy_tracer_view(row: int = 0, col: int = 0, patch_size: int = 2, method: str
     if torch.equal(patchify(image, p), patchify_without_permute(image, p)):
         why += f" (With P = {p} both methods give the same tokens.)"
     return fig, f"<b>{html.escape(head)}</b><br>{html.escape(why)}"
+
