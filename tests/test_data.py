@@ -132,7 +132,7 @@ def test_works_with_dataloader():
 def test_fast():
     start = time.perf_counter()
     make_shapes(5000, seed=0)
-    assert time.perf_counter() - start < 5.0  # ≲ 1 s on two cores; generous for a loaded machine
+    assert time.perf_counter() - start < 15.0  # about 0.4 s on two quiet cores; generous for a busy machine
 
 
 @pytest.mark.parametrize(

@@ -32,31 +32,56 @@ def test_controls_cover_all_196_tokens_and_both_modes():
     assert len(SITE_CONTROLS["token"]) * len(SITE_CONTROLS["permute"]) <= 60
 
 
-@pytest.mark.parametrize("permute", CONTROLS["permute"])
-def test_view_over_every_token(permute):
+def _check_frame(token, permute):
+    fig, caption = permute_toggle_view(token=token, permute=permute)
+    try:
+        assert len(fig.axes) == 3
+        drawn_tile = np.asarray(fig.axes[1].images[0].get_array())
+        drawn_truth = np.asarray(fig.axes[2].images[0].get_array())
+        truth = _patch_pixels(token)  # computed here, independently of the module
+        np.testing.assert_array_equal(drawn_truth, to_hwc(truth))
+        if permute == "with permute":
+            np.testing.assert_array_equal(drawn_tile, to_hwc(truth))
+            assert "<b>match</b>" in caption and "all 768 numbers in place" in caption
+            assert "red, green and blue channels" in caption and "touching 1 patch" in caption
+        else:
+            # Without permute, token t is simply the t-th run of 768 numbers in memory.
+            memory = photo().flatten()[768 * token : 768 * (token + 1)].reshape(3, 16, 16)
+            np.testing.assert_array_equal(drawn_tile, to_hwc(memory))
+            assert not torch.equal(memory, truth)
+            assert "<b>no match</b>" in caption
+        assert caption.startswith(f"Token {token}, {permute}:")
+        row, col = divmod(token, 14)
+        assert f"grid row {row}, column {col}" in caption
+    finally:
+        plt.close(fig)
+
+
+def test_view_over_every_token_without_permute():
+    # The product of both controls is 392 figures; the view is swept over every token in the mode whose
+    # caption varies most, and over every mode on the site's tokens. The data behind every combination is
+    # checked in full, without figures, by test_every_combination_of_the_data below.
     for token in TOKENS:
-        fig, caption = permute_toggle_view(token=token, permute=permute)
-        try:
-            assert len(fig.axes) == 3
-            drawn_tile = np.asarray(fig.axes[1].images[0].get_array())
-            drawn_truth = np.asarray(fig.axes[2].images[0].get_array())
-            truth = _patch_pixels(token)  # computed here, independently of the module
-            np.testing.assert_array_equal(drawn_truth, to_hwc(truth))
-            if permute == "with permute":
-                np.testing.assert_array_equal(drawn_tile, to_hwc(truth))
-                assert "<b>match</b>" in caption and "all 768 numbers in place" in caption
-                assert "red, green and blue channels" in caption and "touching 1 patch" in caption
-            else:
-                # Without permute, token t is simply the t-th run of 768 numbers in memory.
-                memory = photo().flatten()[768 * token : 768 * (token + 1)].reshape(3, 16, 16)
-                np.testing.assert_array_equal(drawn_tile, to_hwc(memory))
-                assert not torch.equal(memory, truth)
-                assert "<b>no match</b>" in caption
-            assert caption.startswith(f"Token {token}, {permute}:")
-            row, col = divmod(token, 14)
-            assert f"grid row {row}, column {col}" in caption
-        finally:
-            plt.close(fig)
+        _check_frame(token, "without permute")
+
+
+@pytest.mark.parametrize("permute", CONTROLS["permute"])
+def test_view_in_both_modes_on_the_site_tokens(permute):
+    for token in SITE_CONTROLS["token"]:
+        _check_frame(token, permute)
+
+
+def test_every_combination_of_the_data():
+    flat = photo().flatten()
+    for token in TOKENS:
+        truth = _patch_pixels(token)
+        assert torch.equal(token_tile(token, "with permute"), truth)
+        assert torch.equal(true_patch(token), truth)
+        memory = flat[768 * token : 768 * (token + 1)].reshape(3, 16, 16)
+        assert torch.equal(token_tile(token, "without permute"), memory)
+        assert not torch.equal(memory, truth)
+        assert describe_sources(token, "with permute")["in_place"] == 768
+        assert describe_sources(token, "without permute")["in_place"] < 768
 
 
 def test_token_0_without_permute_is_top_rows_red_only():

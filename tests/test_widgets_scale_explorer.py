@@ -82,10 +82,10 @@ def test_bad_settings_explain_themselves(d, scaling):
         plt.close(fig)
 
 
-def test_live_png_widget_updates_picture_and_caption():
-    from vit_edu.widgets.live_png import live_png
+def test_live_widget_updates_picture_and_caption():
+    from vit_edu.widgets import live
 
-    box = live_png(scale_explorer_view, CONTROLS, start={"d": 64})
+    box = live(scale_explorer_view, CONTROLS, start={"d": 64})
     controls, picture, caption = box.children
     assert picture.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert "d = 64, ÷√d" in caption.value

@@ -32,11 +32,11 @@ CONTROLS: dict[str, list] = {
     "heads": [3, 6, 12, 16],
 }
 
-# The website's kernel-free player: ViT-B's depth and heads, image size × patch size × three widths (36 frames).
+# The website's kernel-free player: ViT-B's depth and heads, image size × patch size × three widths (18 frames).
 SITE_CONTROLS: dict[str, list] = {
-    "image_size": [64, 224, 448],
-    "patch_size": [8, 14, 16, 32],
-    "dim": [192, 384, 768],
+    "image_size": [224, 448],
+    "patch_size": [8, 16, 32],
+    "dim": [192, 768],
 }
 
 # Where the live widget starts: ViT-B/16 at 224×224.

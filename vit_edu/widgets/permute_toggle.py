@@ -28,8 +28,9 @@ CHANNEL_NAMES = ("red", "green", "blue")
 MODES = ["with permute", "without permute"]
 
 CONTROLS: dict[str, list] = {"token": list(range(GRID * GRID)), "permute": MODES}
-# The website: every 13th token plus 0, 1 and 14 (a right and a lower neighbour of token 0); 18 × 2 = 36 frames.
-SITE_CONTROLS: dict[str, list] = {"token": sorted({0, 1, 14, *range(0, GRID * GRID, 13)}), "permute": MODES}
+# The website: token 0 with its right and lower neighbours 1 and 14; 65 and 130, where the red and the green
+# channel end in memory; the last token 195. 6 × 2 = 12 frames.
+SITE_CONTROLS: dict[str, list] = {"token": [0, 1, 14, 65, 130, 195], "permute": MODES}
 
 
 def _cut(images: torch.Tensor, mode: str) -> torch.Tensor:
@@ -94,6 +95,22 @@ def describe_sources(token: int, mode: str) -> dict:
     }
 
 
+def _bands(src: torch.Tensor) -> list[tuple[int, int, int, int]]:
+    """Runs of consecutive image rows among the source pixels, as (y_lo, y_hi, x_lo, x_hi) boxes."""
+    y, x = src[:, 1], src[:, 2]
+    rows = torch.unique(y).tolist()
+    runs, start = [], rows[0]
+    for prev, cur in zip(rows, rows[1:] + [None]):
+        if cur is None or cur != prev + 1:
+            runs.append((start, prev))
+            start = cur
+    boxes = []
+    for lo, hi in runs:
+        inside = (y >= lo) & (y <= hi)
+        boxes.append((lo, hi, int(x[inside].min()), int(x[inside].max())))
+    return boxes
+
+
 def _and(words: list[str]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
@@ -107,7 +124,7 @@ def permute_toggle_view(token: int, permute: str) -> tuple[Figure, str]:
     if permute not in MODES:
         raise ValueError(f"permute must be one of {MODES}, got {permute!r}")
     n = GRID * GRID
-    fig, axes = plt.subplots(1, 3, figsize=(7.5, 2.9), gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    fig, axes = plt.subplots(1, 3, figsize=(7.5, 3), gridspec_kw={"width_ratios": [1.6, 1, 1]})
     if not 0 <= token < n:
         for ax in axes:
             ax.axis("off")
@@ -122,17 +139,21 @@ def permute_toggle_view(token: int, permute: str) -> tuple[Figure, str]:
     mask = np.zeros((IMAGE_SIZE, IMAGE_SIZE), dtype=bool)
     mask[src[:, 1].numpy(), src[:, 2].numpy()] = True
     shade = np.zeros((IMAGE_SIZE, IMAGE_SIZE, 4))
-    shade[mask] = (0.0, 1.0, 1.0, 0.6)  # cyan: pixels this token's numbers were read from
+    shade[mask] = (0.0, 1.0, 1.0, 0.7)  # cyan: pixels this token's numbers were read from
     ax = axes[0]
     ax.imshow(to_hwc(photo()))
     ax.imshow(shade)
+    for y_lo, y_hi, x_lo, x_hi in _bands(src):  # outline each band of source rows so thin ones stay visible
+        ax.add_patch(
+            Rectangle((x_lo - 0.5, y_lo - 0.5), x_hi - x_lo + 1, y_hi - y_lo + 1, fill=False, edgecolor="cyan", lw=1)
+        )
     p = PATCH_SIZE
     ax.add_patch(Rectangle((col * p - 0.5, row * p - 0.5), p, p, fill=False, edgecolor="yellow", linewidth=1.5))
-    ax.set_title("photo: true patch (yellow),\nsource pixels (cyan)", fontsize=8)
+    ax.set_title("true patch (yellow),\nsource pixels (cyan)", fontsize=9)
     axes[1].imshow(to_hwc(tile))
-    axes[1].set_title(f"token {token} {permute}\n(its 768 numbers as a tile)", fontsize=8)
+    axes[1].set_title(f"token {token}, {permute}:\nits 768 numbers", fontsize=9)
     axes[2].imshow(to_hwc(truth))
-    axes[2].set_title(f"true patch: grid row {row}, col {col}", fontsize=8)
+    axes[2].set_title(f"true patch:\ngrid row {row}, col {col}", fontsize=9)
     for ax in axes:
         ax.set_xticks([])
         ax.set_yticks([])
