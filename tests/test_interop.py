@@ -46,3 +46,14 @@ def test_pre_logits_head_is_refused_clearly():
                representation_size=8)
     with pytest.raises(ValueError, match="representation_size=8"):
         from_torchvision(tv)
+
+
+def test_port_is_an_independent_copy_that_trains():
+    tv = TVViT(image_size=32, patch_size=8, num_layers=1, num_heads=2, hidden_dim=16, mlp_dim=32, num_classes=3)
+    ours = from_torchvision(tv)
+    assert all(p.device.type == "cpu" and p.requires_grad for p in ours.parameters())
+    with torch.no_grad():
+        ours.head.weight.add_(1.0)
+    assert torch.equal(tv.heads.head.weight, torch.zeros(3, 16))  # torchvision's tensors untouched
+    ours(torch.randn(2, 3, 32, 32)).sum().backward()
+    assert ours.blocks[0].attn.qkv.weight.grad is not None

@@ -68,7 +68,8 @@ def _key_map(depth: int) -> dict[str, str]:
 def from_torchvision(tv_model: nn.Module) -> VisionTransformer:
     """A ``VisionTransformer`` holding a copy of ``tv_model``'s weights (any torchvision ViT size)."""
     config = _config_from_torchvision(tv_model)
-    model = VisionTransformer(config)
+    with torch.device("meta"):  # shapes only: every tensor is replaced by a copy of torchvision's below
+        model = VisionTransformer(config)
     ours = model.state_dict()
     theirs = tv_model.state_dict()
     mapping = _key_map(config.depth)
@@ -83,10 +84,9 @@ def from_torchvision(tv_model: nn.Module) -> VisionTransformer:
             raise ValueError(
                 f"{tv_key} has shape {tuple(theirs[tv_key].shape)} but {our_key} needs {tuple(ours[our_key].shape)}"
             )
-        ported[our_key] = theirs[tv_key]
+        ported[our_key] = theirs[tv_key].detach().clone()
     missing = sorted(set(ours) - set(ported))
     if missing:
         raise ValueError(f"vit_edu keys left unset by the port: {missing[:5]}")
-    with torch.no_grad():
-        model.load_state_dict(ported)
+    model.load_state_dict(ported, assign=True)
     return model.train(tv_model.training)
