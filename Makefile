@@ -16,10 +16,10 @@ $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
-	# Optional IRI checker pulled in by jupyter-events: nothing needs it, and importing it costs ~2.6 s in
-	# every process that validates a notebook (each kernel using glue, nbconvert, nbval).
+	@# Optional IRI checker pulled in by jupyter-events: nothing needs it, and importing it costs ~2.6 s in
+	@# every process that validates a notebook (each kernel using glue, nbconvert, nbval).
 	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
-	# Make `import vit_edu` work from any folder (the notebooks run in book/).
+	@# Make `import vit_edu` work from any folder (the notebooks run in book/).
 	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/vit_edu_repo.pth"
 	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $(STAMP)
@@ -33,20 +33,20 @@ $(MATHJAX): $(STAMP)
 	touch $(MATHJAX)
 
 build: $(STAMP) $(MATHJAX)
-	# --all: Sphinx copies static files (MathJax, CSS) only when it writes pages; write them all every time.
+	@# --all: Sphinx copies static files (MathJax, CSS) only when it writes pages; write them all every time.
 	$(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
 
 book: build
 	@echo "The site is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
 
 unit: $(STAMP)
-	$(PY) -m pytest tests --ignore=tests/test_site.py -q -p no:cacheprovider
+	$(PY) -m pytest tests --ignore=tests/test_site.py -q -p no:cacheprovider --timeout=600
 
 nbval: $(STAMP)
-	$(PY) -m pytest --nbval $(NOTEBOOKS) --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider -q
+	$(PY) -m pytest --nbval $(NOTEBOOKS) --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=180 -p no:cacheprovider -q
 
 browser: $(STAMP)
-	$(PY) -m pytest tests/test_site.py -q -p no:cacheprovider
+	$(PY) -m pytest tests/test_site.py -q -p no:cacheprovider --timeout=600
 
 test: unit nbval build browser
 
