@@ -1,0 +1,50 @@
+"""The local CIFAR-10 loader, on small fake batch files in torchvision's format written by the test."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+import torchvision.datasets.cifar as tv_cifar
+
+from vit_edu.data import load_cifar10
+
+CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+
+def _write_fake_cifar(root, per_batch=3):
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    names = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
+    for k, name in enumerate(names):
+        data = rng.integers(0, 256, size=(per_batch, 3 * 32 * 32), dtype=np.uint8)
+        labels = [(k + j) % 10 for j in range(per_batch)]
+        with open(folder / name, "wb") as f:
+            pickle.dump({"data": data, "labels": labels}, f)
+    with open(folder / "batches.meta", "wb") as f:
+        pickle.dump({"label_names": CLASSES}, f)
+    return folder
+
+
+def test_loads_fake_batches_as_float_images(tmp_path, monkeypatch):
+    folder = _write_fake_cifar(tmp_path)
+    monkeypatch.setattr(tv_cifar, "check_integrity", lambda *args, **kwargs: True)  # fake files, real checksums
+    train = load_cifar10(tmp_path, "train")
+    test = load_cifar10(tmp_path, "test")
+    assert train.images.shape == (15, 3, 32, 32) and len(test) == 3
+    assert train.images.dtype == torch.float32 and 0 <= train.images.min() and train.images.max() <= 1
+    assert train.classes == tuple(CLASSES)
+    assert test.labels.tolist() == [5, 6, 7]  # test_batch is file number 5 in _write_fake_cifar
+    raw = pickle.load(open(folder / "data_batch_1", "rb"))["data"][0]
+    torch.testing.assert_close(train.images[0], torch.from_numpy(raw).float().reshape(3, 32, 32) / 255)
+
+
+def test_missing_folder_and_bad_files_give_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="no CIFAR-10 at .*cifar-10-batches-py: extract cifar-10-python.tar.gz"):
+        load_cifar10(tmp_path)
+    _write_fake_cifar(tmp_path)
+    with pytest.raises(ValueError, match="missing or fail their checksum"):
+        load_cifar10(tmp_path)  # the fake files do not match torchvision's checksums
+    with pytest.raises(ValueError, match="split must be 'train' or 'test', got 'val'"):
+        load_cifar10(tmp_path, "val")
