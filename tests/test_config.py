@@ -1,4 +1,5 @@
 import dataclasses
+import json
 
 import pytest
 
@@ -53,6 +54,8 @@ def test_presets_match_the_papers(name, dim, depth, heads, mlp, patch):
         ({"depth": 0}, "depth must be a positive integer"),
         ({"image_size": (32, 32, 3)}, "image_size must be an int or a pair"),
         ({"embed_dim": 30, "num_heads": 3, "pos_embed": "sincos"}, "sincos' needs embed_dim divisible by 4"),
+        ({"input_norm": (0.5, 0.0)}, "needs std > 0"),
+        ({"input_norm": (0.5,)}, "input_norm=\\(mean, std\\)"),
     ],
 )
 def test_invalid_combinations_raise_at_construction(changes, message):
@@ -61,5 +64,6 @@ def test_invalid_combinations_raise_at_construction(changes, message):
 
 
 def test_to_dict_round_trips():
-    cfg = dataclasses.replace(CONFIGS["vit-ti/16"], image_size=(32, 48), num_classes=10)
+    cfg = dataclasses.replace(CONFIGS["vit-ti/16"], image_size=(32, 48), num_classes=10, input_norm=(0.5, 0.25))
     assert ViTConfig(**cfg.to_dict()) == cfg
+    assert ViTConfig(**json.loads(json.dumps(cfg.to_dict()))) == cfg

@@ -2,9 +2,10 @@ import dataclasses
 
 import pytest
 import torch
+from torch import nn
 
 from tests.conftest import randomize
-from vit_edu import VisionTransformer
+from vit_edu import VisionTransformer, ViTConfig
 
 
 def test_forward_shapes(small_model, small_config):
@@ -102,3 +103,15 @@ def test_gradients_reach_every_parameter(small_model):
     small_model(torch.randn(2, 3, 32, 48)).sum().backward()
     for name, p in small_model.named_parameters():
         assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_input_norm_standardises_inside_the_model():
+    torch.manual_seed(0)
+    plain = VisionTransformer(ViTConfig(image_size=16, patch_size=8, embed_dim=32, depth=1, num_heads=2, mlp_dim=64,
+                                        num_classes=3))
+    normed = VisionTransformer(dataclasses.replace(plain.config, input_norm=(0.5, 0.25)))
+    normed.load_state_dict(plain.state_dict())
+    nn.init.normal_(plain.head.weight)
+    normed.head.weight.data.copy_(plain.head.weight)
+    x = torch.rand(2, 3, 16, 16)
+    torch.testing.assert_close(normed(x), plain((x - 0.5) / 0.25))

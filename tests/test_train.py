@@ -1,12 +1,14 @@
 import dataclasses
+import json
 
 import pytest
 import torch
 
 from vit_edu import ViTConfig, VisionTransformer
 from vit_edu.data import ShapesDataset
-from vit_edu.train import (TrainConfig, evaluate, load_checkpoint, make_mixer, make_optimizer, parameter_groups,
-                           save_checkpoint, train)
+from vit_edu.ablation import main as ablation_main
+from vit_edu.train import (PRESETS, TrainConfig, evaluate, fit_preset, load_checkpoint, main, make_mixer,
+                           make_optimizer, parameter_groups, save_checkpoint, train)
 
 TINY = ViTConfig(image_size=16, patch_size=4, num_classes=4, embed_dim=32, depth=2, num_heads=2, mlp_dim=64)
 
@@ -100,3 +102,27 @@ def test_nan_is_detected(splits):
 def test_bad_train_config_raises(changes, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**changes)
+
+
+def test_cli_writes_a_loadable_checkpoint_with_metrics(tmp_path):
+    out = tmp_path / "ckpt.pt"
+    main(["--config", "shapes-vit", "--steps", "70", "--seed", "3", "--train-size", "500", "--pos-embed", "sincos", "--out", str(out)])
+    model, info = load_checkpoint(out)
+    assert model.config == dataclasses.replace(PRESETS["shapes-vit"][0], pos_embed="sincos")
+    assert info["train_config"]["steps"] == 70 and info["train_config"]["seed"] == 3
+    assert info["train_config"]["train_size"] == 500
+    assert 0.0 <= info["metrics"]["test_accuracy"] <= 1.0 and info["history"][-1]["step"] == 70
+    assert out.stat().st_size < 5e6
+
+
+def test_fit_preset_rejects_unknown_settings():
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['stpes'\]"):
+        fit_preset(stpes=10)
+
+
+def test_ablation_records_every_kind_and_seed(tmp_path):
+    out = tmp_path / "ablation.json"
+    ablation_main(["--seeds", "0", "--steps", "61", "--train-size", "300", "--out", str(out)])
+    results = json.loads(out.read_text())["results"]
+    assert sorted(results) == ["learned", "none", "sincos"]
+    assert all(len(rows) == 1 and rows[0]["seed"] == 0 for rows in results.values())

@@ -17,7 +17,8 @@ class ViTConfig:
     """Everything that fixes a ViT's shapes. Invalid combinations raise ``ValueError`` at construction.
 
     ``pool="cls"`` reads out a prepended CLS token; ``pool="mean"`` averages the patch tokens and then the
-    model has no CLS token at all (as in the paper's global-average-pooling variant).
+    model has no CLS token at all (as in the paper's global-average-pooling variant). ``input_norm=(mean, std)``
+    makes the model standardise its input itself, ``(x - mean) / std``, so callers pass images in [0, 1].
     """
 
     image_size: int | tuple[int, int]
@@ -34,8 +35,14 @@ class ViTConfig:
     pool: Literal["cls", "mean"] = "cls"
     pos_embed: Literal["learned", "none", "sincos"] = "learned"
     norm: Literal["pre", "post"] = "pre"
+    input_norm: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.input_norm is not None:
+            values = tuple(self.input_norm)  # a list after a JSON round trip
+            if len(values) != 2 or not values[1] > 0:
+                raise ValueError(f"input_norm=(mean, std) needs std > 0, got {self.input_norm!r}")
+            object.__setattr__(self, "input_norm", (float(values[0]), float(values[1])))
         object.__setattr__(self, "image_size", pair(self.image_size, "image_size"))
         for name in ("patch_size", "in_channels", "num_classes", "embed_dim", "depth", "num_heads", "mlp_dim"):
             check_positive_int(name, getattr(self, name))
@@ -91,6 +98,7 @@ class ViTConfig:
         """A JSON-ready dict (``image_size`` as a list) that ``ViTConfig(**d)`` turns back into this config."""
         d = asdict(self)
         d["image_size"] = list(self.image_size)
+        d["input_norm"] = None if self.input_norm is None else list(self.input_norm)
         return d
 
 

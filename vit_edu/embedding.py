@@ -40,7 +40,7 @@ class PatchEmbedding(nn.Module):
             raise ValueError(
                 f"image size {height}×{width} does not match the model's {cfg.image_size[0]}×{cfg.image_size[1]}: "
                 f"its position embedding covers a {cfg.grid_size[0]}×{cfg.grid_size[1]} patch grid; "
-                f"resize the image or build a model for the new size with interpolate_pos_embed"
+                f"resize the image or adapt the model with vit_edu.resolution.change_resolution"
             )
         record("input image", images)
         x = self.proj(images)  # (B, D, H/P, W/P)

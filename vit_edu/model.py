@@ -17,7 +17,7 @@ from vit_edu.trace import record
 
 
 class VisionTransformer(nn.Module):
-    """Patch embedding → [CLS] + position embedding → ``depth`` encoder blocks → LayerNorm → linear head."""
+    """[input standardisation →] patch embedding → [CLS] + position embedding → ``depth`` encoder blocks → LayerNorm → linear head."""
 
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
@@ -35,6 +35,9 @@ class VisionTransformer(nn.Module):
         nn.init.zeros_(self.head.bias)
 
     def _encode(self, images: torch.Tensor, need_weights: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        if self.config.input_norm is not None:
+            mean, std = self.config.input_norm
+            images = (images - mean) / std  # zero-centred inputs: without this a small ViT trains far slower
         x = self.patch_embed(images)  # (B, N, D)
         if self.cls_token is not None:
             x = prepend_cls(x, self.cls_token)  # (B, N+1, D)

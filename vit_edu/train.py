@@ -1,6 +1,6 @@
 """Train a small ViT on a CPU: AdamW, linear warm-up then cosine decay, label smoothing, optional CutMix/MixUp.
 
-``python -m vit_edu.train --preset shapes-vit --out vit_edu/checkpoints/shapes_vit.pt`` trains on the shapes
+``python -m vit_edu.train --config shapes-vit --out vit_edu/checkpoints/shapes_vit.pt`` trains on the shapes
 task of :mod:`vit_edu.data` and writes a small checkpoint holding the weights, both configs, the training
 history and the final test metrics. Chapters load the shipped checkpoints instead of training.
 """
@@ -59,12 +59,16 @@ class TrainConfig:
             raise ValueError(f"lr must be > 0 and weight_decay ≥ 0, got lr={self.lr}, weight_decay={self.weight_decay}")
 
 
-# Named model + training presets that the scripts and chapters share.
+# Named model + training presets that the scripts and chapters share. "shapes-vit" reaches about 98.5–99% test
+# accuracy in 1000 steps (under a minute on 2 CPU cores). What made the difference, measured while tuning: the
+# model standardising its input (input_norm; 61% without), patches of 8 (a 4×4 grid: 4× fewer tokens than
+# patches of 4, so many more steps fit in the budget), small batches of 32 and 20,000 training images.
 PRESETS: dict[str, tuple[ViTConfig, TrainConfig]] = {
     "shapes-vit": (
-        ViTConfig(image_size=32, patch_size=4, num_classes=len(CLASS_NAMES), embed_dim=96, depth=4, num_heads=4,
-                  mlp_dim=192),
-        TrainConfig(),
+        ViTConfig(image_size=32, patch_size=8, num_classes=len(CLASS_NAMES), embed_dim=128, depth=4, num_heads=4,
+                  mlp_dim=256, input_norm=(0.5, 0.25)),
+        TrainConfig(steps=1000, batch_size=32, lr=1e-3, weight_decay=0.05, warmup_steps=60, label_smoothing=0.0,
+                    train_size=20000, eval_every=100),
     ),
 }
 
@@ -194,31 +198,43 @@ def load_checkpoint(path: str | Path) -> tuple[VisionTransformer, dict]:
     return model.eval(), {k: v for k, v in data.items() if k != "state_dict"}
 
 
+def fit_preset(preset: str = "shapes-vit", *, progress: bool = True, **overrides) -> tuple[VisionTransformer, TrainConfig, list[dict], dict]:
+    """Train a preset from scratch: ``(model, train config, history, test metrics)``.
+
+    ``overrides`` replace fields of either config by name (``steps=200``, ``seed=1``, ``pos_embed="none"``).
+    """
+    model_cfg, train_cfg = PRESETS[preset]
+    model_fields = {f.name for f in dataclasses.fields(ViTConfig)}
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = set(overrides) - model_fields - train_fields
+    if unknown:
+        raise ValueError(f"unknown setting(s) {sorted(unknown)}: not a field of ViTConfig or TrainConfig")
+    model_cfg = dataclasses.replace(model_cfg, **{k: v for k, v in overrides.items() if k in model_fields})
+    train_cfg = dataclasses.replace(train_cfg, **{k: v for k, v in overrides.items() if k in train_fields})
+    torch.manual_seed(train_cfg.seed)
+    model = VisionTransformer(model_cfg)
+    size, seed = model_cfg.image_size[0], train_cfg.seed
+    splits = {split: ShapesDataset(split, size=train_cfg.train_size if split == "train" else None, image_size=size,
+                                   seed=seed, distractor=train_cfg.distractor) for split in ("train", "val", "test")}
+    history = train(model, splits["train"], splits["val"], train_cfg, progress=progress)
+    test = evaluate(model, splits["test"].images, splits["test"].labels)
+    metrics = {"test_accuracy": test["accuracy"], "test_loss": test["loss"], "train_seconds": history[-1]["seconds"]}
+    return model, train_cfg, history, metrics
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Train a small ViT on the shapes task and save a checkpoint.")
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="shapes-vit")
+    parser.add_argument("--config", "--preset", dest="preset", choices=sorted(PRESETS), default="shapes-vit",
+                        help="a named model + training preset from vit_edu.train.PRESETS")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--steps", type=int)
     parser.add_argument("--seed", type=int)
-    parser.add_argument("--pos-embed", choices=["learned", "none", "sincos"])
+    parser.add_argument("--train-size", dest="train_size", type=int)
+    parser.add_argument("--pos-embed", dest="pos_embed", choices=["learned", "none", "sincos"])
     parser.add_argument("--mix", choices=["none", "cutmix", "mixup", "both"])
     args = parser.parse_args(argv)
-    model_cfg, train_cfg = PRESETS[args.preset]
-    if args.pos_embed:
-        model_cfg = dataclasses.replace(model_cfg, pos_embed=args.pos_embed)
-    overrides = {k: getattr(args, k) for k in ("steps", "seed", "mix") if getattr(args, k) is not None}
-    train_cfg = dataclasses.replace(train_cfg, **overrides)
-    torch.manual_seed(train_cfg.seed)
-    model = VisionTransformer(model_cfg)
-    image_size = model_cfg.image_size[0]
-    train_set = ShapesDataset("train", size=train_cfg.train_size, image_size=image_size, seed=train_cfg.seed,
-                              distractor=train_cfg.distractor)
-    val_set = ShapesDataset("val", image_size=image_size, seed=train_cfg.seed, distractor=train_cfg.distractor)
-    test_set = ShapesDataset("test", image_size=image_size, seed=train_cfg.seed, distractor=train_cfg.distractor)
-    history = train(model, train_set, val_set, train_cfg)
-    metrics = evaluate(model, test_set.images, test_set.labels)
-    metrics = {"test_accuracy": metrics["accuracy"], "test_loss": metrics["loss"],
-               "train_seconds": history[-1]["seconds"]}
+    overrides = {k: getattr(args, k) for k in ("steps", "seed", "train_size", "pos_embed", "mix") if getattr(args, k) is not None}
+    model, train_cfg, history, metrics = fit_preset(args.preset, **overrides)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(args.out, model, train_cfg, history, metrics)
     print(json.dumps(metrics), f"→ {args.out} ({args.out.stat().st_size / 1e6:.2f} MB)")

@@ -1,0 +1,48 @@
+"""Position-embedding ablation on the shapes task (cf. the ViT paper's Table 8): none, learned 1-D, sin-cos 2-D.
+
+``python -m vit_edu.ablation --seeds 0 1 --out vit_edu/checkpoints/pos_embed_ablation.json`` trains the preset
+once per kind and seed and stores the test accuracies (and training seconds) as a small JSON file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from vit_edu.config import POS_EMBEDS
+from vit_edu.train import PRESETS, fit_preset
+
+
+def run(preset: str, seeds: list[int], **overrides) -> dict:
+    """Test accuracy and seconds for every position-embedding kind and seed (``overrides`` as in ``fit_preset``)."""
+    results: dict[str, list[dict]] = {}
+    for kind in POS_EMBEDS:
+        for seed in seeds:
+            *_, metrics = fit_preset(preset, progress=False, **overrides, pos_embed=kind, seed=seed)
+            print(f"{kind:8s} seed {seed}: test accuracy {100 * metrics['test_accuracy']:.2f}% "
+                  f"in {metrics['train_seconds']:.0f} s", flush=True)
+            results.setdefault(kind, []).append({"seed": seed, **metrics})
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="shapes-vit")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--steps", type=int, help="override the preset's step count (for a quick check)")
+    parser.add_argument("--train-size", dest="train_size", type=int, help="override the number of training images")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    overrides = {k: getattr(args, k) for k in ("steps", "train_size") if getattr(args, k) is not None}
+    results = run(args.preset, args.seeds, **overrides)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"preset": args.preset, "torch": torch.__version__,
+                                    "threads": torch.get_num_threads(), "results": results}, indent=1))
+    print(f"→ {args.out}")
+
+
+if __name__ == "__main__":
+    main()
