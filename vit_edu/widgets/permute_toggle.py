@@ -18,8 +18,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from vit_edu.images import sample_photo
-from vit_edu.patches import patchify, patchify_without_permute
 from vit_edu.plotting import to_hwc
+from vit_edu.widgets.toy_tracer import token_sources as trace_tokens
 
 IMAGE_SIZE = 224
 PATCH_SIZE = 16
@@ -33,14 +33,6 @@ CONTROLS: dict[str, list] = {"token": list(range(GRID * GRID)), "permute": MODES
 SITE_CONTROLS: dict[str, list] = {"token": [0, 1, 14, 65, 130, 195], "permute": MODES}
 
 
-def _cut(images: torch.Tensor, mode: str) -> torch.Tensor:
-    if mode == "with permute":
-        return patchify(images, PATCH_SIZE)
-    if mode == "without permute":
-        return patchify_without_permute(images, PATCH_SIZE)
-    raise ValueError(f"permute must be one of {MODES}, got {mode!r}")
-
-
 @lru_cache(maxsize=1)
 def photo() -> torch.Tensor:
     """The 224×224 sample photo, (1, 3, 224, 224); cached, never modified."""
@@ -48,19 +40,16 @@ def photo() -> torch.Tensor:
 
 
 @lru_cache(maxsize=2)
-def _tokens(mode: str) -> torch.Tensor:
-    return _cut(photo(), mode)[0]  # (196, 768)
-
-
-@lru_cache(maxsize=2)
-def _sources(mode: str) -> torch.Tensor:
-    offsets = torch.arange(3 * IMAGE_SIZE * IMAGE_SIZE).reshape(1, 3, IMAGE_SIZE, IMAGE_SIZE)
-    return _cut(offsets, mode)[0]  # (196, 768): the memory offset each number was read from
+def _traced(mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The photo's tokens (196, 768) and each number's source pixel (196, 768, 3), traced by the toy tracer."""
+    if mode not in MODES:
+        raise ValueError(f"permute must be one of {MODES}, got {mode!r}")
+    return trace_tokens(photo(), PATCH_SIZE, "permute" if mode == "with permute" else "without permute")
 
 
 def token_tile(token: int, mode: str) -> torch.Tensor:
     """The 768 numbers of ``token`` as a (3, 16, 16) tile, in the ``(c, p_h, p_w)`` order vit_edu uses."""
-    return _tokens(mode)[token].reshape(3, PATCH_SIZE, PATCH_SIZE)
+    return _traced(mode)[0][token].reshape(3, PATCH_SIZE, PATCH_SIZE)
 
 
 def true_patch(token: int) -> torch.Tensor:
@@ -72,9 +61,7 @@ def true_patch(token: int) -> torch.Tensor:
 
 def token_sources(token: int, mode: str) -> torch.Tensor:
     """(768, 3) integer ``(channel, y, x)`` of the photo pixel behind each of ``token``'s numbers."""
-    offsets = _sources(mode)[token]
-    channel, rest = offsets // (IMAGE_SIZE * IMAGE_SIZE), offsets % (IMAGE_SIZE * IMAGE_SIZE)
-    return torch.stack([channel, rest // IMAGE_SIZE, rest % IMAGE_SIZE], dim=1)
+    return _traced(mode)[1][token]
 
 
 def describe_sources(token: int, mode: str) -> dict:
