@@ -24,13 +24,18 @@ from vit_edu.train import PRESETS, TrainConfig, evaluate, make_optimizer, train
 from vit_edu.trace import count_parameters
 
 
-def seconds_per_step(model: nn.Module, train_set: ShapesDataset, cfg: TrainConfig, probe: int = 12) -> float:
-    """Median time of one training step, measured on a throw-away copy of the weights and optimiser."""
-    optimizer, _ = make_optimizer(model, dataclasses.replace(cfg, steps=probe + 1, warmup_steps=0))
+def seconds_per_step(model: nn.Module, train_set: ShapesDataset, cfg: TrainConfig, probe: int = 12,
+                     warmup: int = 3) -> float:
+    """Median time of one training step, measured on a throw-away copy of the weights and optimiser.
+
+    The first ``warmup`` steps are not timed: they include one-off costs (allocations, kernel selection for
+    the convolutions) that would make the CNN look several times slower than it is.
+    """
+    optimizer, _ = make_optimizer(model, dataclasses.replace(cfg, steps=warmup + probe + 1, warmup_steps=0))
     criterion = nn.CrossEntropyLoss()
     state = {k: v.clone() for k, v in model.state_dict().items()}
     times = []
-    for _ in range(probe):
+    for _ in range(warmup + probe):
         x, y = train_set.images[: cfg.batch_size], train_set.labels[: cfg.batch_size]
         start = time.perf_counter()
         loss = criterion(model(x), y)
@@ -39,7 +44,8 @@ def seconds_per_step(model: nn.Module, train_set: ShapesDataset, cfg: TrainConfi
         optimizer.step()
         times.append(time.perf_counter() - start)
     model.load_state_dict(state)
-    return sorted(times)[len(times) // 2]
+    times = sorted(times[warmup:])
+    return times[len(times) // 2]
 
 
 def run(name: str, model: nn.Module, cfg: TrainConfig, sets: tuple) -> dict:
