@@ -8,6 +8,7 @@ from vit_edu import ViTConfig, VisionTransformer
 from vit_edu.explain import (
     attention_rollout,
     cls_attention,
+    fuse_heads,
     localisation_score,
     mean_attention_distance,
     object_fraction,
@@ -177,3 +178,13 @@ def test_trained_shape_functions_fit_a_real_model():
     assert cls_attention(attn).shape == (2, 2, 2, 16)
     assert attention_rollout(attn).shape == (2, 17, 17)
     assert mean_attention_distance(attn, cfg.grid_size, cfg.patch_size).shape == (2, 2)
+
+
+def test_fuse_heads_and_empty_maps_are_rejected_clearly():
+    attn = random_attention(1)[0]
+    torch.testing.assert_close(fuse_heads(attn, "max"), attn.amax(1))
+    torch.testing.assert_close(fuse_heads(attn[0], "min", dim=0), attn[0].amin(0))
+    with pytest.raises(ValueError, match="head_fusion must be one of"):
+        fuse_heads(attn, "median")
+    with pytest.raises(ValueError, match=r"weights of row\(s\) \[1\] sum to 0"):
+        localisation_score(torch.tensor([[1.0, 0.0], [0.0, 0.0]]), torch.ones(2, 2))

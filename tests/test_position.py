@@ -47,3 +47,10 @@ def test_bad_inputs_name_the_sizes():
         interpolate_pos_embed(torch.randn(2, 17, 8), 6)
     with pytest.raises(ValueError, match=r"3 dimensions"):
         interpolate_pos_embed(torch.randn(17, 8), 6)
+
+
+def test_nearest_mode_needs_no_align_corners():
+    table = torch.arange(1 + 4, dtype=torch.float32).reshape(1, 5, 1)
+    out = interpolate_pos_embed(table, 4, mode="nearest")
+    assert out.shape == (1, 17, 1)
+    torch.testing.assert_close(out[0, 1:, 0].reshape(4, 4)[:2, :2], torch.full((2, 2), 1.0))

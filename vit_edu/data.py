@@ -95,7 +95,8 @@ def make_shapes(
 
     Labels index :data:`CLASS_NAMES` and are balanced (counts differ by at most one). ``masks`` marks the
     object's pixels (never the distractor's). The same arguments always give identical tensors, and
-    ``distractor=True`` only adds the distractor to the images ``distractor=False`` gives.
+    ``distractor=True`` only adds the distractor to the images ``distractor=False`` gives. A different ``n``
+    gives different images (the labels come from one permutation of ``n``): take a slice for fewer.
     """
     _check_args(n, image_size, seed)
     gen = torch.Generator().manual_seed(seed)

@@ -42,6 +42,15 @@ def cls_attention(attentions: list[torch.Tensor], num_prefix_tokens: int = 1) ->
     return torch.stack([a[:, :, 0, num_prefix_tokens:] for a in attentions])  # (L, B, h, N)
 
 
+def fuse_heads(attention: torch.Tensor, head_fusion: Literal["mean", "max", "min"] = "mean", dim: int = 1) -> torch.Tensor:
+    """Combine the heads of an attention map (along ``dim``) by their mean, maximum or minimum."""
+    if head_fusion not in HEAD_FUSIONS:
+        raise ValueError(f"head_fusion must be one of {HEAD_FUSIONS}, got {head_fusion!r}")
+    if head_fusion == "mean":
+        return attention.mean(dim)
+    return attention.amax(dim) if head_fusion == "max" else attention.amin(dim)
+
+
 def attention_rollout(
     attentions: list[torch.Tensor],
     head_fusion: Literal["mean", "max", "min"] = "mean",
@@ -63,7 +72,7 @@ def attention_rollout(
     eye = torch.eye(s, dtype=attentions[0].dtype, device=attentions[0].device)
     rollout = eye.expand(b, s, s)
     for a in attentions:
-        fused = {"mean": a.mean(1), "max": a.amax(1), "min": a.amin(1)}[head_fusion]  # (B, S, S)
+        fused = fuse_heads(a, head_fusion)  # (B, S, S)
         if discard_ratio > 0:
             k = int(discard_ratio * s)
             if k:
@@ -96,7 +105,11 @@ def localisation_score(weights: torch.Tensor, fraction: torch.Tensor) -> tuple[t
     check_ndim("weights", weights, 2, "(B, N)")
     if weights.shape != fraction.shape:
         raise ValueError(f"weights {tuple(weights.shape)} and object fractions {tuple(fraction.shape)} must match")
-    weights = weights / weights.sum(dim=-1, keepdim=True)
+    totals = weights.sum(dim=-1, keepdim=True)  # (B, 1)
+    if (totals <= 0).any():
+        rows = (totals[:, 0] <= 0).nonzero().flatten().tolist()
+        raise ValueError(f"weights of row(s) {rows[:10]} sum to {totals[rows[0], 0].item():g}: a map needs positive mass")
+    weights = weights / totals
     return (weights * fraction).sum(-1), fraction.mean(-1)
 
 

@@ -39,12 +39,12 @@ def interpolate_pos_embed(
     old_grid: int | tuple[int, int] | None = None,
     num_prefix_tokens: int = 1,
     mode: str = "bicubic",
-    align_corners: bool = True,
+    align_corners: bool | None = None,
 ) -> torch.Tensor:
     """Resample ``(1, prefix+N, D)`` position embeddings to a new patch grid; prefix (CLS) rows untouched.
 
-    The grid part is reshaped to an image ``(1, D, gh, gw)`` and resized. The defaults (bicubic,
-    ``align_corners=True``) reproduce torchvision's ``interpolate_embeddings``; an unchanged grid is returned
+    The grid part is reshaped to an image ``(1, D, gh, gw)`` and resized. The defaults (bicubic, and
+    ``align_corners=True`` for the modes that take it) reproduce torchvision's ``interpolate_embeddings``; an unchanged grid is returned
     as an exact copy. ``old_grid`` defaults to a square grid and must be given for a non-square one.
     """
     check_ndim("pos_embed", pos_embed, 3, "(1, prefix+N, D)")
@@ -73,6 +73,8 @@ def interpolate_pos_embed(
         return pos_embed.clone()
     prefix, grid = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]  # (1, p, D), (1, N, D)
     image = grid.transpose(1, 2).reshape(1, dim, old_h, old_w)  # (1, D, gh, gw)
+    if align_corners is None and mode in ("linear", "bilinear", "bicubic", "trilinear"):
+        align_corners = True
     image = F.interpolate(image, size=(new_h, new_w), mode=mode, align_corners=align_corners)
     grid = image.reshape(1, dim, new_h * new_w).transpose(1, 2)  # (1, N', D)
     return torch.cat([prefix, grid], dim=1)

@@ -20,7 +20,6 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torchvision.transforms import v2
 from tqdm.auto import tqdm
 
 from vit_edu.config import ViTConfig
@@ -107,6 +106,8 @@ def make_mixer(cfg: TrainConfig, num_classes: int) -> Callable | None:
     """The batch-level CutMix / MixUp transform from ``torchvision.transforms.v2``, or None."""
     if cfg.mix == "none":
         return None
+    from torchvision.transforms import v2  # here, not at the top: torchvision takes seconds to import
+
     options = {"cutmix": [v2.CutMix(num_classes=num_classes)], "mixup": [v2.MixUp(num_classes=num_classes)],
                "both": [v2.CutMix(num_classes=num_classes), v2.MixUp(num_classes=num_classes)]}[cfg.mix]
     return options[0] if len(options) == 1 else v2.RandomChoice(options)
