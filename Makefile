@@ -6,11 +6,16 @@ STAMP := $(VENV)/.installed
 # Same thread count everywhere, so executed outputs and nbval agree. (Kernels keep the inline plot backend.)
 export OMP_NUM_THREADS := 2
 export PYTHONHASHSEED := 0
-NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
+NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -not -path 'book/homework/student/*' | sort)
+# Homework: otter-assign masters (with solutions) -> student notebooks + autograder zips (make homework).
+HOMEWORK := $(sort $(wildcard book/homework/hw*.ipynb))
+HOMEWORK_BUILT := _build/homework/.built
+SUBMISSIONS ?=
+GRADES ?= _build/homework/grades.csv
 # MathJax's loader, its fonts and the TeX extensions it loads on demand (\\boldsymbol, ...), served locally.
 MATHJAX := book/_static/mathjax/.copied
 
-.PHONY: book test unit nbval build browser lab serve execute checkpoints clean
+.PHONY: book test unit nbval build browser lab serve execute checkpoints clean homework grade book-instructor test-homework
 
 $(STAMP): requirements.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -32,7 +37,7 @@ $(MATHJAX): $(STAMP)
 	cp "$$src/tex-chtml.js" book/_static/mathjax/; \
 	touch $(MATHJAX)
 
-build: $(STAMP) $(MATHJAX)
+build: $(STAMP) $(MATHJAX) $(HOMEWORK_BUILT)
 	@# --all: Sphinx copies static files (MathJax, CSS) only when it writes pages; write them all every time.
 	$(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
 
@@ -70,5 +75,31 @@ checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.ablation --seeds 0 1 --out vit_edu/checkpoints/pos_embed_ablation.json
 	$(PY) -m vit_edu.train_bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
 
+# Student notebooks (no solutions, no hidden tests) for the site and for students, and the autograder zips.
+$(HOMEWORK_BUILT): $(STAMP) $(HOMEWORK) vit_edu/grade.py
+	rm -rf _build/homework/student _build/homework/autograder _build/homework/dist book/homework/student
+	$(PY) -m vit_edu.grade --build book/homework _build/homework
+	mkdir -p book/homework/student && cp _build/homework/student/*.ipynb book/homework/student/
+	touch $@
+
+homework: $(HOMEWORK_BUILT)
+	@echo "Student notebooks: _build/homework/student; autograders: _build/homework/autograder"
+
+# make grade SUBMISSIONS=folder [GRADES=file.csv]: one CSV row per notebook; the folder is never modified.
+grade: $(HOMEWORK_BUILT)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks [GRADES=grades.csv]"; exit 2; }
+	$(PY) -m vit_edu.grade "$(SUBMISSIONS)" --autograder-dir _build/homework/autograder --out "$(GRADES)"
+
+# The site with the homework masters (solutions, hidden tests) in place of the student pages.
+book-instructor: $(STAMP) $(MATHJAX) $(HOMEWORK_BUILT)
+	sed 's#book/homework/student/#book/homework/#' _toc.yml > _build/homework/instructor_toc.yml
+	$(VENV)/bin/jupyter-book build . --toc _build/homework/instructor_toc.yml --path-output _build/instructor \
+	  --all --warningiserror --keep-going
+	@echo "The instructor site is in $(CURDIR)/_build/instructor/_build/html"
+
+# The homework tests alone (they are also part of make unit / make test).
+test-homework: $(STAMP)
+	$(PY) -m pytest tests/test_homework.py -q -p no:cacheprovider --timeout=600
+
 clean:
-	rm -rf _build book/_static/mathjax
+	rm -rf _build book/_static/mathjax book/homework/student
