@@ -1,0 +1,61 @@
+"""The shipped results in vit_edu/checkpoints: small, loadable, and what they say they are."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import vit_edu
+from vit_edu.config import POS_EMBEDS
+from vit_edu.data import ShapesDataset
+from vit_edu.train import PRESETS, evaluate, load_checkpoint
+
+FOLDER = Path(vit_edu.__file__).parent / "checkpoints"
+
+
+@pytest.fixture(scope="module")
+def checkpoint():
+    return load_checkpoint(FOLDER / "shapes_vit.pt")
+
+
+def test_checkpoint_is_small_and_is_the_preset(checkpoint):
+    model, info = checkpoint
+    assert (FOLDER / "shapes_vit.pt").stat().st_size <= 5_000_000
+    assert model.config == PRESETS["shapes-vit"][0]
+    assert info["train_config"] == {**PRESETS["shapes-vit"][1].__dict__, "seed": 0}
+    assert info["history"][-1]["step"] == info["train_config"]["steps"]
+
+
+def test_checkpoint_reaches_its_recorded_test_accuracy(checkpoint):
+    model, info = checkpoint
+    test = ShapesDataset("test", seed=info["train_config"]["seed"])
+    accuracy = evaluate(model, test.images, test.labels)["accuracy"]
+    # Weights are stored in half precision: a prediction or two may flip.
+    assert accuracy == pytest.approx(info["metrics"]["test_accuracy"], abs=0.003)
+    assert accuracy >= 0.98
+
+
+def test_ablation_covers_every_kind_and_seed():
+    data = json.loads((FOLDER / "pos_embed_ablation.json").read_text())
+    assert set(data["results"]) == set(POS_EMBEDS)
+    seeds = {kind: sorted(r["seed"] for r in rows) for kind, rows in data["results"].items()}
+    assert len(set(map(tuple, seeds.values()))) == 1 and len(seeds["learned"]) >= 2
+    assert all(0.25 <= r["test_accuracy"] <= 1 for rows in data["results"].values() for r in rows)
+
+
+def test_vit_vs_cnn_curves_are_complete():
+    data = json.loads((FOLDER / "vit_vs_cnn.json").read_text())
+    assert data["preset"] == "shapes-vit" and len(data["runs"]) >= 3
+    for run in data["runs"]:
+        for name in ("ViT", "CNN"):
+            history = run[name]["history"]
+            assert history[-1]["step"] == run[name]["steps"]
+            assert [row["seconds"] for row in history] == sorted(row["seconds"] for row in history)
+        # Parameter-matched within 5%.
+        assert abs(run["CNN"]["parameters"] / run["ViT"]["parameters"] - 1) < 0.05
+
+
+def test_torch_loads_the_checkpoint_with_weights_only():
+    data = torch.load(FOLDER / "shapes_vit.pt", map_location="cpu", weights_only=True)
+    assert all(v.dtype == torch.float16 for v in data["state_dict"].values() if v.is_floating_point())
