@@ -1,5 +1,6 @@
 """The shipped results in vit_edu/checkpoints: small, loadable, and what they say they are."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import torch
 import vit_edu
 from vit_edu.config import POS_EMBEDS
 from vit_edu.data import ShapesDataset
-from vit_edu.train import PRESETS, evaluate, load_checkpoint
+from vit_edu.train import PRESETS, TrainConfig, evaluate, load_checkpoint
 
 FOLDER = Path(vit_edu.__file__).parent / "checkpoints"
 
@@ -23,7 +24,7 @@ def test_checkpoint_is_small_and_is_the_preset(checkpoint):
     model, info = checkpoint
     assert (FOLDER / "shapes_vit.pt").stat().st_size <= 5_000_000
     assert model.config == PRESETS["shapes-vit"][0]
-    assert info["train_config"] == {**PRESETS["shapes-vit"][1].__dict__, "seed": 0}
+    assert TrainConfig(**info["train_config"]) == dataclasses.replace(PRESETS["shapes-vit"][1], seed=0)
     assert info["history"][-1]["step"] == info["train_config"]["steps"]
 
 

@@ -3,6 +3,7 @@ import json
 
 import pytest
 import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from vit_edu import ViTConfig, VisionTransformer
 from vit_edu.data import ShapesDataset
@@ -98,7 +99,8 @@ def test_nan_is_detected(splits):
 @pytest.mark.parametrize("changes,message", [({"steps": 0}, "steps must be a positive integer"),
                                              ({"warmup_steps": 700}, "warmup_steps must be in"),
                                              ({"mix": "cutout"}, "mix must be"),
-                                             ({"lr": 0.0}, "lr must be > 0")])
+                                             ({"lr": 0.0}, "lr must be > 0"),
+                                             ({"grad_clip": 0.0}, "grad_clip must be None or > 0")])
 def test_bad_train_config_raises(changes, message):
     with pytest.raises(ValueError, match=message):
         TrainConfig(**changes)
@@ -126,3 +128,24 @@ def test_ablation_records_every_kind_and_seed(tmp_path):
     results = json.loads(out.read_text())["results"]
     assert sorted(results) == ["learned", "none", "sincos"]
     assert all(len(rows) == 1 and rows[0]["seed"] == 0 for rows in results.values())
+    assert all(rows[0]["steps"] == 61 and rows[0]["train_size"] == 300 for rows in results.values())
+
+
+def test_grad_clip_bounds_the_global_gradient_norm_at_every_step(splits):
+    norms = []
+
+    def record(optimizer, args, kwargs):
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        norms.append(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item())
+
+    handle = register_optimizer_step_pre_hook(record)
+    try:
+        for clip in (None, 0.05):
+            torch.manual_seed(0)
+            cfg = TrainConfig(steps=6, warmup_steps=0, batch_size=16, lr=1e-3, grad_clip=clip)
+            train(VisionTransformer(TINY), *splits, cfg, progress=False)
+    finally:
+        handle.remove()
+    unclipped, clipped = norms[:6], norms[6:]
+    assert max(unclipped) > 0.05  # the bound is active, so the test can tell the difference
+    assert max(clipped) <= 0.05 * (1 + 1e-4)

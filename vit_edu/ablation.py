@@ -21,10 +21,11 @@ def run(preset: str, seeds: list[int], **overrides) -> dict:
     results: dict[str, list[dict]] = {}
     for kind in POS_EMBEDS:
         for seed in seeds:
-            *_, metrics = fit_preset(preset, progress=False, **overrides, pos_embed=kind, seed=seed)
+            _, train_cfg, _, metrics = fit_preset(preset, progress=False, **overrides, pos_embed=kind, seed=seed)
             print(f"{kind:8s} seed {seed}: test accuracy {100 * metrics['test_accuracy']:.2f}% "
                   f"in {metrics['train_seconds']:.0f} s", flush=True)
-            results.setdefault(kind, []).append({"seed": seed, **metrics})
+            results.setdefault(kind, []).append({"seed": seed, "steps": train_cfg.steps,
+                                                 "train_size": train_cfg.train_size, **metrics})
     return results
 
 

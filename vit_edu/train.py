@@ -29,7 +29,8 @@ from vit_edu.model import VisionTransformer
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """How to train. ``steps`` optimiser steps of ``batch_size`` images; ``mix`` turns on CutMix/MixUp."""
+    """How to train. ``steps`` optimiser steps of ``batch_size`` images; ``mix`` turns on CutMix/MixUp;
+    ``grad_clip`` rescales the gradients whenever their global norm exceeds it."""
 
     steps: int = 600
     batch_size: int = 128
@@ -42,6 +43,7 @@ class TrainConfig:
     distractor: bool = False
     seed: int = 0
     eval_every: int = 50
+    grad_clip: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "train_size", "eval_every"):
@@ -54,6 +56,8 @@ class TrainConfig:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
         if self.mix not in ("none", "cutmix", "mixup", "both"):
             raise ValueError(f"mix must be 'none', 'cutmix', 'mixup' or 'both', got {self.mix!r}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"grad_clip must be None or > 0, got {self.grad_clip}")
         if self.lr <= 0 or self.weight_decay < 0:
             raise ValueError(f"lr must be > 0 and weight_decay ≥ 0, got lr={self.lr}, weight_decay={self.weight_decay}")
 
@@ -165,6 +169,8 @@ def train(
         loss = criterion(model(x), y)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if cfg.grad_clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
         scheduler.step()
         seconds += time.perf_counter() - start
