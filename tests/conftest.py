@@ -1,4 +1,5 @@
 import dataclasses
+import math
 
 import matplotlib
 import pytest
@@ -29,3 +30,10 @@ def small_config():
 def small_model(small_config):
     torch.manual_seed(0)
     return randomize(VisionTransformer(small_config)).eval()
+
+
+def site_frame_count(site: dict, full: dict) -> int:
+    """How many frames a site player renders; checks that every site value is one the live widget offers."""
+    for name, values in site.items():
+        assert set(values) <= set(full[name]), f"site control {name!r} offers values the live widget lacks"
+    return math.prod(len(values) for values in site.values())
