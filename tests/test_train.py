@@ -149,3 +149,13 @@ def test_grad_clip_bounds_the_global_gradient_norm_at_every_step(splits):
     unclipped, clipped = norms[:6], norms[6:]
     assert max(unclipped) > 0.05  # the bound is active, so the test can tell the difference
     assert max(clipped) <= 0.05 * (1 + 1e-4)
+
+
+def test_loading_a_checkpoint_leaves_the_random_state_alone(tmp_path, splits):
+    model = VisionTransformer(TINY)
+    save_checkpoint(tmp_path / "c.pt", model, TrainConfig(steps=2, warmup_steps=0), [], {})
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    load_checkpoint(tmp_path / "c.pt")
+    assert torch.equal(torch.rand(3), expected)

@@ -198,9 +198,14 @@ def save_checkpoint(path: str | Path, model: VisionTransformer, cfg: TrainConfig
 
 
 def load_checkpoint(path: str | Path) -> tuple[VisionTransformer, dict]:
-    """The model (eval mode, float32) and the rest of the checkpoint (configs, history, metrics)."""
+    """The model (eval mode, float32) and the rest of the checkpoint (configs, history, metrics).
+
+    Torch's global random state is left as it was: building the model draws initial weights, which the
+    checkpoint then overwrites, and that must not shift the random numbers of the caller's next experiment.
+    """
     data = torch.load(path, map_location="cpu", weights_only=True)
-    model = VisionTransformer(ViTConfig(**data["model_config"]))
+    with torch.random.fork_rng(devices=[]):
+        model = VisionTransformer(ViTConfig(**data["model_config"]))
     model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in data["state_dict"].items()})
     return model.eval(), {k: v for k, v in data.items() if k != "state_dict"}
 
