@@ -2,6 +2,7 @@ import dataclasses
 import math
 
 import matplotlib
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
@@ -37,3 +38,14 @@ def site_frame_count(site: dict, full: dict) -> int:
     for name, values in site.items():
         assert set(values) <= set(full[name]), f"site control {name!r} offers values the live widget lacks"
     return math.prod(len(values) for values in site.values())
+
+
+def assert_explains_problem(frame: tuple, *expected: str) -> None:
+    """A view's answer to settings it cannot draw: one axes with one text, and a caption naming the problem."""
+    fig, caption = frame
+    try:
+        assert "Nothing to show" in caption
+        assert any(text in caption for text in expected), caption
+        assert len(fig.axes) == 1 and len(fig.axes[0].texts) == 1
+    finally:
+        plt.close(fig)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import site_frame_count
+from tests.conftest import assert_explains_problem, site_frame_count
 from vit_edu.data import CLASS_NAMES, ShapesDataset
 from vit_edu.explain import HEAD_FUSIONS, attention_rollout, cls_attention, localisation_score, object_fraction
 from vit_edu.train import load_checkpoint
@@ -172,10 +172,4 @@ def test_site_controls_are_a_small_live_subset():
     ],
 )
 def test_bad_values_explain_themselves(controls, expected):
-    fig, caption = attention_explorer_view(**controls)
-    try:
-        assert "Nothing to show" in caption
-        assert expected in caption
-        assert len(fig.axes) == 1
-    finally:
-        plt.close(fig)
+    assert_explains_problem(attention_explorer_view(**controls), expected)

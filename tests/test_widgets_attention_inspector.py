@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import site_frame_count
+from tests.conftest import assert_explains_problem, site_frame_count
 from vit_edu.widgets import attention_inspector as ai
 from vit_edu.widgets.attention_inspector import CONTROLS, SITE_CONTROLS, attention_inspector_view, attention_maps
 
@@ -88,10 +88,4 @@ def test_site_controls_are_a_small_subset():
     ],
 )
 def test_out_of_range_explains_itself(layer, head, query, expected):
-    fig, caption = attention_inspector_view(layer=layer, head=head, query=query)
-    try:
-        assert "Nothing to show" in caption
-        assert expected in caption
-        assert len(fig.axes) == 1
-    finally:
-        plt.close(fig)
+    assert_explains_problem(attention_inspector_view(layer=layer, head=head, query=query), expected)

@@ -22,6 +22,15 @@ from matplotlib.figure import Figure
 
 Frame = tuple[Figure, str]  # a picture and an HTML caption ("" for none)
 
+
+def problem_frame(problem: str, figsize: tuple[float, float] = (4, 1.5)) -> Frame:
+    """What a view shows for settings it cannot draw: the reason, in the picture and in the caption."""
+    fig = Figure(figsize=figsize)
+    ax = fig.add_subplot()
+    ax.axis("off")
+    ax.text(0.5, 0.5, problem, ha="center", va="center", wrap=True, fontsize=9)
+    return fig, f"<b>Nothing to show.</b> {problem}"
+
 _SCRIPT = """
 (function () {
   var root = document.getElementById("%(id)s");

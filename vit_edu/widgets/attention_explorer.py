@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from vit_edu.data import CLASS_NAMES, ShapesDataset
 from vit_edu.explain import (HEAD_FUSIONS, attention_rollout, cls_attention, fuse_heads, localisation_score,
                              object_fraction)
+from vit_edu.frames import problem_frame
 from vit_edu.model import VisionTransformer
 from vit_edu.plotting import to_hwc
 from vit_edu.train import load_checkpoint
@@ -161,20 +162,13 @@ def explorer_map(image: str, layer: int | str, head: int | str, discard: float) 
     return weights, row
 
 
-def _problem_figure(text: str) -> Figure:
-    fig, ax = plt.subplots(figsize=(4, 1.5))
-    ax.axis("off")
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize=9)
-    return fig
-
-
 def attention_explorer_view(
     image: str = "test #4 (circle)", layer: int | str = DEPTH, head: int | str = "mean", discard: float = 0.0
 ) -> tuple[Figure, str]:
     """Left: the test image with its object's outline. Right: the chosen CLS map over it (nearest upsampling)."""
     problem = _problem(image, layer, head, discard)
     if problem is not None:
-        return _problem_figure(problem), f"<b>Nothing to show.</b> {problem}"
+        return problem_frame(problem)
     s = sample()
     i = list(IMAGES).index(image)
     weights, row = explorer_map(image, layer, head, discard)

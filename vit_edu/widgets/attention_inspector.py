@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from vit_edu.config import ViTConfig
+from vit_edu.frames import problem_frame
 from vit_edu.images import sample_photo
 from vit_edu.model import VisionTransformer
 from vit_edu.plotting import to_hwc
@@ -89,10 +90,7 @@ def attention_inspector_view(layer: int = 1, head: int = 1, query: int = 0) -> t
     """Left: the query's weights over the 6×6 patch grid, over the photo. Right: the head's full S×S matrix."""
     problem = _problem(layer, head, query)
     if problem is not None:
-        fig, ax = plt.subplots(figsize=(4, 1.5))
-        ax.axis("off")
-        ax.text(0.5, 0.5, problem, ha="center", va="center", wrap=True)
-        return fig, f"<b>Nothing to show.</b> {problem}"
+        return problem_frame(problem)
     weights = attention_maps()[layer - 1, head - 1]  # (S, S)
     row = weights[query]  # (S,): how much of each token's value the query takes
     patch_map = row[1:].reshape(GRID, GRID)  # keys 1..36 in row-major patch order; key 0 (CLS) is left out

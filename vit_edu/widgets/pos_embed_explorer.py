@@ -18,6 +18,7 @@ from matplotlib.patches import Rectangle
 
 from vit_edu.config import ViTConfig
 from vit_edu.explain import position_similarity
+from vit_edu.frames import problem_frame
 from vit_edu.model import VisionTransformer
 from vit_edu.position import sincos_2d
 
@@ -103,13 +104,11 @@ def pos_embed_explorer_view(row: int = 1, col: int = 1, table: str = "trained") 
     A bare ``Figure`` (no pyplot state) without tick labels: the website pre-renders 48 of these, and that
     keeps each under a tenth of a second.
     """
-    fig = Figure(figsize=(3.2, 3.2))
-    ax = fig.add_subplot()
     problem = _problem(row, col, table)
     if problem is not None:
-        ax.axis("off")
-        ax.text(0.5, 0.5, problem, ha="center", va="center", wrap=True)
-        return fig, f"<b>Nothing to show.</b> {problem}"
+        return problem_frame(problem, figsize=(3.2, 3.2))
+    fig = Figure(figsize=(3.2, 3.2))
+    ax = fig.add_subplot()
     s = summary(row, col, table)
     # Colours span the other patches' values (the chosen patch, always 1, would flatten them): the numbers in
     # the cells carry the absolute values, the colours the pattern.

@@ -13,6 +13,8 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from vit_edu.frames import problem_frame
+
 NUM_KEYS = 197  # one query against every token of a ViT-B/16 sequence at 224×224
 SEED = 0
 SCALINGS = ("÷√d", "no scaling")
@@ -51,12 +53,10 @@ def _problem(d: object, scaling: object) -> str | None:
 
 def scale_explorer_view(d: int = 64, scaling: str = "÷√d") -> tuple[Figure, str]:
     """Sorted softmax weights of one query over ``NUM_KEYS`` keys, with or without the ÷√d, and a caption."""
-    fig, ax = plt.subplots(figsize=(6, 2.8))
     problem = _problem(d, scaling)
     if problem is not None:
-        ax.axis("off")
-        ax.text(0.5, 0.5, problem, ha="center", va="center", wrap=True)
-        return fig, f"<b>Nothing to show.</b> {problem}"
+        return problem_frame(problem, figsize=(6, 2.8))
+    fig, ax = plt.subplots(figsize=(6, 2.8))
     raw = scores(d)
     weights = softmax_weights(d, scaling)
     ordered = weights.sort(descending=True).values
