@@ -2,27 +2,23 @@
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 import torch
 
-import vit_edu
 from vit_edu.config import POS_EMBEDS
 from vit_edu.data import ShapesDataset
-from vit_edu.train import PRESETS, TrainConfig, evaluate, load_checkpoint
-
-FOLDER = Path(vit_edu.__file__).parent / "checkpoints"
+from vit_edu.train import CHECKPOINTS, PRESETS, TrainConfig, evaluate, load_checkpoint
 
 
 @pytest.fixture(scope="module")
 def checkpoint():
-    return load_checkpoint(FOLDER / "shapes_vit.pt")
+    return load_checkpoint(CHECKPOINTS / "shapes_vit.pt")
 
 
 def test_checkpoint_is_small_and_is_the_preset(checkpoint):
     model, info = checkpoint
-    assert (FOLDER / "shapes_vit.pt").stat().st_size <= 5_000_000
+    assert (CHECKPOINTS / "shapes_vit.pt").stat().st_size <= 5_000_000
     assert model.config == PRESETS["shapes-vit"][0]
     assert TrainConfig(**info["train_config"]) == dataclasses.replace(PRESETS["shapes-vit"][1], seed=0)
     assert info["history"][-1]["step"] == info["train_config"]["steps"]
@@ -38,7 +34,7 @@ def test_checkpoint_reaches_its_recorded_test_accuracy(checkpoint):
 
 
 def test_ablation_covers_every_kind_and_seed():
-    data = json.loads((FOLDER / "pos_embed_ablation.json").read_text())
+    data = json.loads((CHECKPOINTS / "pos_embed_ablation.json").read_text())
     assert set(data["results"]) == set(POS_EMBEDS)
     seeds = {kind: sorted(r["seed"] for r in rows) for kind, rows in data["results"].items()}
     assert len(set(map(tuple, seeds.values()))) == 1 and len(seeds["learned"]) >= 2
@@ -46,7 +42,7 @@ def test_ablation_covers_every_kind_and_seed():
 
 
 def test_vit_vs_cnn_curves_are_complete():
-    data = json.loads((FOLDER / "vit_vs_cnn.json").read_text())
+    data = json.loads((CHECKPOINTS / "vit_vs_cnn.json").read_text())
     assert data["preset"] == "shapes-vit" and len(data["runs"]) >= 3
     for run in data["runs"]:
         for name in ("ViT", "CNN"):
@@ -58,5 +54,5 @@ def test_vit_vs_cnn_curves_are_complete():
 
 
 def test_torch_loads_the_checkpoint_with_weights_only():
-    data = torch.load(FOLDER / "shapes_vit.pt", map_location="cpu", weights_only=True)
+    data = torch.load(CHECKPOINTS / "shapes_vit.pt", map_location="cpu", weights_only=True)
     assert all(v.dtype == torch.float16 for v in data["state_dict"].values() if v.is_floating_point())

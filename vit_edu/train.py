@@ -26,6 +26,8 @@ from vit_edu.config import ViTConfig
 from vit_edu.data import CLASS_NAMES, ShapesDataset
 from vit_edu.model import VisionTransformer
 
+# Where the shipped results live (``make checkpoints`` rebuilds them); the chapters and widgets load from here.
+CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 
 @dataclass(frozen=True)
 class TrainConfig:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
@@ -25,9 +24,9 @@ from vit_edu.explain import (HEAD_FUSIONS, attention_rollout, cls_attention, fus
 from vit_edu.frames import problem_frame
 from vit_edu.model import VisionTransformer
 from vit_edu.plotting import to_hwc
-from vit_edu.train import load_checkpoint
+from vit_edu.train import CHECKPOINTS, load_checkpoint
 
-CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "shapes_vit.pt"
+CHECKPOINT = CHECKPOINTS / "shapes_vit.pt"
 SEED = 0  # the checkpoint was trained with seed 0; its test split is ShapesDataset("test", seed=0)
 DEPTH = 4  # the checkpoint's layers and heads (the tests check these against its config)
 HEADS = 4

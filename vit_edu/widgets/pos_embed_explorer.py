@@ -10,7 +10,6 @@ with the training seed, which is the table training started from), and the fixed
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import torch
 from matplotlib.figure import Figure
@@ -21,8 +20,9 @@ from vit_edu.explain import position_similarity
 from vit_edu.frames import problem_frame
 from vit_edu.model import VisionTransformer
 from vit_edu.position import sincos_2d
+from vit_edu.train import CHECKPOINTS, load_checkpoint
 
-CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "shapes_vit.pt"
+CHECKPOINT = CHECKPOINTS / "shapes_vit.pt"
 TABLES = ("trained", "untrained", "sin-cos")
 GRID = 4  # the shapes-vit checkpoint: 32×32 images, patches of 8
 CONTROLS: dict[str, list] = {"row": list(range(GRID)), "col": list(range(GRID)), "table": list(TABLES)}
@@ -32,10 +32,7 @@ SITE_CONTROLS = CONTROLS  # 4 × 4 × 3 = 48 frames: small enough for the websit
 @functools.lru_cache(maxsize=1)
 def _checkpoint() -> tuple[ViTConfig, torch.Tensor, int]:
     """The checkpoint's model config, its position table ``(1, S, D)`` and its training seed (loaded once)."""
-    from vit_edu.train import load_checkpoint  # here: importing vit_edu.train pulls in torchvision
-
-    with torch.random.fork_rng():  # building the model draws random initial weights: keep the caller's state
-        model, info = load_checkpoint(CHECKPOINT)
+    model, info = load_checkpoint(CHECKPOINT)  # leaves the caller's random state alone
     return model.config, model.pos_embed.embedding.detach().clone(), int(info["train_config"]["seed"])
 
 
