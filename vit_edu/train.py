@@ -212,6 +212,12 @@ def load_checkpoint(path: str | Path) -> tuple[VisionTransformer, dict]:
     return model.eval(), {k: v for k, v in data.items() if k != "state_dict"}
 
 
+def shapes_splits(cfg: TrainConfig, image_size: int) -> tuple[ShapesDataset, ShapesDataset, ShapesDataset]:
+    """Train (``cfg.train_size`` images), val and test splits of the shapes task for ``cfg.seed``."""
+    return tuple(ShapesDataset(split, size=cfg.train_size if split == "train" else None, image_size=image_size,
+                               seed=cfg.seed, distractor=cfg.distractor) for split in ("train", "val", "test"))
+
+
 def fit_preset(preset: str = "shapes-vit", *, progress: bool = True, **overrides) -> tuple[VisionTransformer, TrainConfig, list[dict], dict]:
     """Train a preset from scratch: ``(model, train config, history, test metrics)``.
 
@@ -227,11 +233,9 @@ def fit_preset(preset: str = "shapes-vit", *, progress: bool = True, **overrides
     train_cfg = dataclasses.replace(train_cfg, **{k: v for k, v in overrides.items() if k in train_fields})
     torch.manual_seed(train_cfg.seed)
     model = VisionTransformer(model_cfg)
-    size, seed = model_cfg.image_size[0], train_cfg.seed
-    splits = {split: ShapesDataset(split, size=train_cfg.train_size if split == "train" else None, image_size=size,
-                                   seed=seed, distractor=train_cfg.distractor) for split in ("train", "val", "test")}
-    history = train(model, splits["train"], splits["val"], train_cfg, progress=progress)
-    test = evaluate(model, splits["test"].images, splits["test"].labels)
+    train_set, val_set, test_set = shapes_splits(train_cfg, model_cfg.image_size[0])
+    history = train(model, train_set, val_set, train_cfg, progress=progress)
+    test = evaluate(model, test_set.images, test_set.labels)
     metrics = {"test_accuracy": test["accuracy"], "test_loss": test["loss"], "train_seconds": history[-1]["seconds"]}
     return model, train_cfg, history, metrics
 

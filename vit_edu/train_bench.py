@@ -20,7 +20,7 @@ from torch import nn
 from vit_edu.cnn import matching_cnn
 from vit_edu.data import ShapesDataset
 from vit_edu.model import VisionTransformer
-from vit_edu.train import PRESETS, TrainConfig, evaluate, make_optimizer, train
+from vit_edu.train import PRESETS, TrainConfig, evaluate, make_optimizer, shapes_splits, train
 from vit_edu.trace import count_parameters
 
 
@@ -65,9 +65,7 @@ def compare(preset: str, seed: int) -> dict:
     """One seed: the preset ViT, then the parameter-matched CNN on the same wall-clock time."""
     model_cfg, train_cfg = PRESETS[preset]
     train_cfg = dataclasses.replace(train_cfg, seed=seed)
-    size = model_cfg.image_size[0]
-    sets = tuple(ShapesDataset(split, size=train_cfg.train_size if split == "train" else None, image_size=size,
-                               seed=seed) for split in ("train", "val", "test"))
+    sets = shapes_splits(train_cfg, model_cfg.image_size[0])
     torch.manual_seed(seed)
     vit = VisionTransformer(model_cfg)
     torch.manual_seed(seed)
