@@ -11,21 +11,22 @@ NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/
 HOMEWORK := $(sort $(wildcard book/homework/hw*.ipynb))
 HOMEWORK_BUILT := _build/homework/.built
 SUBMISSIONS ?=
+# make book REPOSITORY_URL=https://github.com/OWNER/REPO: launch buttons for that repository (default: _config.yml's).
+REPOSITORY_URL ?=
 GRADES ?= _build/homework/grades.csv
 # MathJax's loader, its fonts and the TeX extensions it loads on demand (\\boldsymbol, ...), served locally.
 MATHJAX := book/_static/mathjax/.copied
 
-.PHONY: book test unit nbval build browser lab serve execute checkpoints clean homework grade book-instructor test-homework
+.PHONY: book test unit nbval nbval-portable build browser lab serve execute checkpoints clean homework grade book-instructor test-homework
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	@# The pinned versions, and vit_edu itself as an editable install with every extra (importable from any folder).
+	$(PY) -m pip install --quiet -r requirements.txt -e ".[dev]"
 	@# Optional IRI checker pulled in by jupyter-events: nothing needs it, and importing it costs ~2.6 s in
 	@# every process that validates a notebook (each kernel using glue, nbconvert, nbval).
 	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
-	@# Make `import vit_edu` work from any folder (the notebooks run in book/).
-	echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/vit_edu_repo.pth"
 	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $(STAMP)
 
@@ -38,22 +39,31 @@ $(MATHJAX): $(STAMP)
 	touch $(MATHJAX)
 
 build: $(STAMP) $(MATHJAX) $(HOMEWORK_BUILT)
+	@# The notebooks' set-up cells install from the configured repository (a no-op while it is unchanged).
+	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(PY) -m vit_edu.launch
 	@# --all: Sphinx copies static files (MathJax, CSS) only when it writes pages; write them all every time.
-	$(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
+	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
 
 book: build
 	@echo "The site is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
 
 unit: $(STAMP)
-	$(PY) -m pytest tests --ignore=tests/test_site.py -q -p no:cacheprovider --timeout=600
+	$(PY) -m pytest tests --ignore-glob='tests/test_site*.py' -q -p no:cacheprovider --timeout=600
+
+NBVAL = $(PY) -m pytest --nbval $(NOTEBOOKS) --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=180 -p no:cacheprovider -q
 
 nbval: $(STAMP)
-	$(PY) -m pytest --nbval $(NOTEBOOKS) --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=180 -p no:cacheprovider -q
+	$(NBVAL)
+
+# The same check with torch's vector kernels and MKL forced to the plainest instruction set, as another CPU would
+# choose them: committed outputs must be what any reader's machine gives. (Also: ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2.)
+nbval-portable: $(STAMP)
+	ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE $(NBVAL)
 
 browser: $(STAMP)
-	$(PY) -m pytest tests/test_site.py -q -p no:cacheprovider --timeout=600
+	$(PY) -m pytest tests/test_site.py tests/test_site_launch_buttons.py -q -p no:cacheprovider --timeout=600
 
-test: unit nbval build browser
+test: unit nbval nbval-portable build browser
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab book
@@ -67,12 +77,13 @@ execute: $(STAMP)
 	    --ExecutePreprocessor.timeout=120 --ExecutePreprocessor.store_widget_state=False "$$nb" || exit 1; \
 	done
 
-# The shipped training results the Part III chapters load (about 12 minutes). The checkpoint and the ablation
+# The shipped training results the chapters load (about 15 minutes). The checkpoint and the ablation
 # train on one thread, so the same seed gives the same weights however busy the machine is; the benchmark uses
 # the two threads it reports on and wants a quiet machine.
 checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.train --config shapes-vit --seed 0 --out vit_edu/checkpoints/shapes_vit.pt
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.ablation --seeds 0 1 --out vit_edu/checkpoints/pos_embed_ablation.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
 	$(PY) -m vit_edu.train_bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
 
 # Student notebooks (no solutions, no hidden tests) for the site and for students, and the autograder zips.

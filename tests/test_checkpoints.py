@@ -2,10 +2,12 @@
 
 import dataclasses
 import json
+import math
 
 import pytest
 import torch
 
+from vit_edu import norm_placement
 from vit_edu.config import POS_EMBEDS
 from vit_edu.data import ShapesDataset
 from vit_edu.train import CHECKPOINTS, PRESETS, TrainConfig, evaluate, load_checkpoint
@@ -56,3 +58,29 @@ def test_vit_vs_cnn_curves_are_complete():
 def test_torch_loads_the_checkpoint_with_weights_only():
     data = torch.load(CHECKPOINTS / "shapes_vit.pt", map_location="cpu", weights_only=True)
     assert all(v.dtype == torch.float16 for v in data["state_dict"].values() if v.is_floating_point())
+
+
+def test_norm_placement_runs_are_complete():
+    result = json.loads((CHECKPOINTS / "norm_placement.json").read_text())
+    runs = result["runs"]
+    combos = {(r["warmup"], r["norm"], r["seed"]) for r in runs}
+    assert combos == {(w, n, s) for w in norm_placement.WARMUPS for n in ("pre", "post") for s in (0, 1, 2)}
+    assert all(len(r["losses"]) == result["steps"] == norm_placement.STEPS for r in runs)
+    assert result["chance_loss"] == pytest.approx(math.log(4))
+
+
+def test_a_fresh_norm_placement_run_agrees_with_the_shipped_claims():
+    """Chapter 7's claims hold for a run made now, on this CPU: Pre-LN learns, Post-LN stays at chance."""
+    train_set = ShapesDataset("train", size=norm_placement.TRAIN_SIZE)
+    val_set = ShapesDataset("val", size=norm_placement.VAL_SIZE)
+    with torch.random.fork_rng():
+        pre = norm_placement.train_once("pre", 0, 0, train_set, val_set)
+        post = norm_placement.train_once("post", 0, 50, train_set, val_set)
+    chance = math.log(4)
+    assert sum(pre["losses"][-50:]) / 50 < chance - 0.3
+    assert abs(sum(post["losses"][-50:]) / 50 - chance) < 0.1 and post["val_accuracy"] < 0.35
+
+
+def test_norm_placement_rejects_a_negative_warmup():
+    with pytest.raises(ValueError, match="warmup=-1"):
+        norm_placement.train_once("pre", 0, -1, None, None)

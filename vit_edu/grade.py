@@ -42,6 +42,8 @@ from typing import Any
 
 import nbformat
 
+from vit_edu.launch import TAG as SETUP_TAG
+
 INDEX_KEY = "vit_edu_grade_index"  # cell metadata: the cell's index in the submission as handed in
 PRELUDE = (
     "# Inserted by vit_edu.grade, not part of the submission.\n"
@@ -338,9 +340,13 @@ def build_homework(masters: Path, out: Path) -> list[str]:
             shutil.copyfile(found, out / sub / target)
         student = out / "student" / f"{name}.ipynb"
         nb = nbformat.read(str(student), as_version=4)
-        if len(nb.cells) > 1 and nb.cells[0].cell_type == "code" and nb.cells[1].cell_type == "markdown":
-            nb.cells[:2] = nb.cells[1::-1]  # the page opens with the title and instructions, then otter's init cell
-            nbformat.write(nb, str(student))
+        # The page opens with the title and instructions, then the set-up cell (it installs otter where it is
+        # missing), then otter's init cell, which otter assign puts first.
+        init = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Initialize Otter"))
+        setup = next(c for c in nb.cells if SETUP_TAG in c.metadata.get("tags", []))
+        nb.cells.remove(init)
+        nb.cells.insert(nb.cells.index(setup) + 1, init)
+        nbformat.write(nb, str(student))
         names.append(name)
     if not names:
         raise FileNotFoundError(f"no hw*.ipynb masters in {masters}")

@@ -27,6 +27,7 @@ TABLES = ("trained", "untrained", "sin-cos")
 GRID = 4  # the shapes-vit checkpoint: 32×32 images, patches of 8
 CONTROLS: dict[str, list] = {"row": list(range(GRID)), "col": list(range(GRID)), "table": list(TABLES)}
 SITE_CONTROLS = CONTROLS  # 4 × 4 × 3 = 48 frames: small enough for the website as it is
+TIE = 1e-5  # similarities closer than this count as tied (float32 rounding is about 1e-7)
 
 
 @functools.lru_cache(maxsize=1)
@@ -70,17 +71,25 @@ def summary(row: int, col: int, table: str) -> dict:
     others = [(r, c) for r in range(GRID) for c in range(GRID) if (r, c) != (row, col)]
     near = neighbours(row, col)
     far = [cell for cell in others if cell not in near]
-    best = max(others, key=lambda cell: float(sims[cell]))
-    worst = min(others, key=lambda cell: float(sims[cell]))
+    best_sim = max(float(sims[cell]) for cell in others)
+    worst_sim = min(float(sims[cell]) for cell in others)
     return {
         "sims": sims,
         "self": float(sims[row, col]),
-        "best": best, "best_sim": float(sims[best]),
-        "worst": worst, "worst_sim": float(sims[worst]),
+        # All cells tied for most (least) similar: a symmetric table such as sin-cos has exact ties, and which
+        # of them a plain argmax picks changes with the CPU's rounding.
+        "best": [cell for cell in others if float(sims[cell]) >= best_sim - TIE], "best_sim": best_sim,
+        "worst": [cell for cell in others if float(sims[cell]) <= worst_sim + TIE], "worst_sim": worst_sim,
         "near_mean": float(torch.stack([sims[cell] for cell in near]).mean()),
         "far_mean": float(torch.stack([sims[cell] for cell in far]).mean()),
         "num_near": len(near),
     }
+
+
+def _cells(cells: list[tuple[int, int]]) -> str:
+    """``(0, 1)``, or ``(0, 1) and (1, 2) (tied)`` when several cells share the value."""
+    names = " and ".join(f"({r}, {c})" for r, c in cells)
+    return names if len(cells) == 1 else f"{names} (tied)"
 
 
 def _problem(row: object, col: object, table: object) -> str | None:
@@ -121,10 +130,9 @@ def pos_embed_explorer_view(row: int = 1, col: int = 1, table: str = "trained") 
     ax.set_yticks([])
     ax.set_title(f"{table} table: patch (row {row}, col {col})", fontsize=9)
     fig.subplots_adjust(left=0.03, right=0.97, bottom=0.03, top=0.9)
-    (br, bc), (wr, wc) = s["best"], s["worst"]
     caption = (
-        f"Patch ({row}, {col}), {table} table. Most similar other patch: ({br}, {bc}), cosine similarity "
-        f"<b>{s['best_sim']:.3f}</b>; least similar: ({wr}, {wc}), <b>{s['worst_sim']:.3f}</b>. Mean over its "
+        f"Patch ({row}, {col}), {table} table. Most similar other patch: {_cells(s['best'])}, cosine "
+        f"similarity <b>{s['best_sim']:.3f}</b>; least similar: {_cells(s['worst'])}, <b>{s['worst_sim']:.3f}</b>. Mean over its "
         f"{s['num_near']} grid neighbours <b>{s['near_mean']:.3f}</b>, over the other "
         f"{GRID * GRID - 1 - s['num_near']} patches <b>{s['far_mean']:.3f}</b>. Colours run from the least (dark) to the most similar other patch "
         f"(bright); the chosen patch is boxed."
