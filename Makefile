@@ -16,8 +16,10 @@ REPOSITORY_URL ?=
 GRADES ?= _build/homework/grades.csv
 # MathJax's loader, its fonts and the TeX extensions it loads on demand (\\boldsymbol, ...), served locally.
 MATHJAX := book/_static/mathjax/.copied
+ORT := book/_static/ort/.copied
+TRYIT := book/_static/tryit/shapes_vit.onnx
 
-.PHONY: book test unit nbval nbval-portable build browser lab serve execute checkpoints clean homework grade book-instructor test-homework
+.PHONY: book test unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework grade book-instructor test-homework
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -38,7 +40,22 @@ $(MATHJAX): $(STAMP)
 	cp "$$src/tex-chtml.js" book/_static/mathjax/; \
 	touch $(MATHJAX)
 
-build: $(STAMP) $(MATHJAX) $(HOMEWORK_BUILT)
+# onnxruntime-web for the "Try it" page, from the committed package-lock.json; its WebAssembly runtime is served
+# by the site itself, like MathJax.
+$(ORT): package-lock.json
+	@command -v npm > /dev/null || { echo "make book needs Node.js and npm for the Try-it page (onnxruntime-web):"; \
+	  echo "  Debian/Ubuntu: apt-get install -y nodejs npm; macOS: brew install node; Windows: nodejs.org"; exit 1; }
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	mkdir -p book/_static/ort
+	cp $(addprefix node_modules/onnxruntime-web/dist/,ort.wasm.min.js ort-wasm-simd-threaded.mjs ort-wasm-simd-threaded.wasm) book/_static/ort/
+	touch $@
+
+# The Try-it page's model (ONNX, exported from the shipped checkpoint) and test images; the browser test's
+# reference outputs from PyTorch go next to the build, not into the site.
+$(TRYIT): $(STAMP) vit_edu/export.py vit_edu/model.py vit_edu/checkpoints/shapes_vit.pt
+	$(PY) -m vit_edu.export --out $@ --examples book/_static/tryit/examples.json --reference _build/tryit_reference.json
+
+build: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
 	@# The notebooks' set-up cells install from the configured repository (a no-op while it is unchanged).
 	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(PY) -m vit_edu.launch
 	@# --all: Sphinx copies static files (MathJax, CSS) only when it writes pages; write them all every time.
@@ -61,9 +78,13 @@ nbval-portable: $(STAMP)
 	ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE $(NBVAL)
 
 browser: $(STAMP)
-	$(PY) -m pytest tests/test_site.py tests/test_site_launch_buttons.py -q -p no:cacheprovider --timeout=600
+	$(PY) -m pytest tests/test_site.py tests/test_site_launch_buttons.py tests/test_site_tryit.py -q -p no:cacheprovider --timeout=600
 
 test: unit nbval nbval-portable build browser
+
+# The Try-it page's update latency in headless Chromium and the bytes it adds (a benchmark, not a test).
+bench-tryit: build
+	$(PY) tests/bench_tryit.py
 
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab book
@@ -102,7 +123,7 @@ grade: $(HOMEWORK_BUILT)
 	$(PY) -m vit_edu.grade "$(SUBMISSIONS)" --autograder-dir _build/homework/autograder --out "$(GRADES)"
 
 # The site with the homework masters (solutions, hidden tests) in place of the student pages.
-book-instructor: $(STAMP) $(MATHJAX) $(HOMEWORK_BUILT)
+book-instructor: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
 	sed 's#book/homework/student/#book/homework/#' _toc.yml > _build/homework/instructor_toc.yml
 	$(VENV)/bin/jupyter-book build . --toc _build/homework/instructor_toc.yml --path-output _build/instructor \
 	  --all --warningiserror --keep-going
@@ -113,4 +134,4 @@ test-homework: $(STAMP)
 	$(PY) -m pytest tests/test_homework.py -q -p no:cacheprovider --timeout=600
 
 clean:
-	rm -rf _build book/_static/mathjax book/homework/student
+	rm -rf _build book/_static/mathjax book/_static/ort book/_static/tryit/*.onnx book/_static/tryit/*.json book/homework/student node_modules

@@ -9,6 +9,7 @@ from vit_edu.explain import (
     attention_rollout,
     cls_attention,
     fuse_heads,
+    logit_lens,
     localisation_score,
     mean_attention_distance,
     object_fraction,
@@ -188,3 +189,26 @@ def test_fuse_heads_and_empty_maps_are_rejected_clearly():
         fuse_heads(attn, "median")
     with pytest.raises(ValueError, match=r"weights of row\(s\) \[1\] sum to 0"):
         localisation_score(torch.tensor([[1.0, 0.0], [0.0, 0.0]]), torch.ones(2, 2))
+
+
+def test_logit_lens_ends_at_the_models_logits_and_reads_each_layer():
+    torch.manual_seed(0)
+    model = VisionTransformer(ViTConfig(image_size=16, patch_size=4, num_classes=5, embed_dim=32, depth=3,
+                                        num_heads=2, mlp_dim=64)).eval()
+    with torch.no_grad():
+        model.head.weight.normal_()
+        images = torch.rand(2, 3, 16, 16)
+        lens = logit_lens(model, images)
+        assert lens.shape == (3, 2, 5)
+        torch.testing.assert_close(lens[-1], model(images), atol=1e-5, rtol=0)
+        # Layer 1's row is the readout applied to the first block's output, computed here by hand.
+        hidden, _ = model.forward_layers(images)
+        torch.testing.assert_close(lens[0], model.head(model.norm(hidden[0])[:, 0]))
+        assert not torch.allclose(lens[0], lens[-1])
+
+
+def test_logit_lens_wants_a_batch_of_images():
+    model = VisionTransformer(ViTConfig(image_size=16, patch_size=4, num_classes=5, embed_dim=32, depth=1,
+                                        num_heads=2, mlp_dim=64))
+    with pytest.raises(ValueError, match="images"):
+        logit_lens(model, torch.rand(3, 16, 16))

@@ -56,7 +56,7 @@ class MultiHeadSelfAttention(nn.Module):
         if need_weights:
             weights = attention_weights(q, k)  # (B, h, S, S)
             record("attention weights", weights)
-            out = F.dropout(weights, dropout) @ v  # (B, h, S, d)
+            out = F.dropout(weights, dropout, training=self.training) @ v  # (B, h, S, d)
         else:
             weights = None
             out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)  # (B, h, S, d)

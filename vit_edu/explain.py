@@ -1,4 +1,5 @@
-"""Reading a trained ViT: CLS attention, attention rollout, occlusion, localisation scores, position similarity.
+"""Reading a trained ViT: CLS attention, attention rollout, occlusion, localisation scores, position similarity,
+the logit lens.
 
 These are measurements, not explanations. Attention weights say how tokens are mixed inside one layer; what the
 model does with the mixture (values, MLPs, residual paths) is not in them. The localisation score and occlusion
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from vit_edu._checks import check_ndim, check_positive_int
+from vit_edu.model import VisionTransformer
 
 HEAD_FUSIONS = ("mean", "max", "min")
 
@@ -181,3 +183,15 @@ def position_similarity(pos_embed: torch.Tensor) -> torch.Tensor:
     check_ndim("pos_embed", pos_embed, 2, "(N, D)")
     unit = F.normalize(pos_embed, dim=-1)
     return unit @ unit.T
+
+
+def logit_lens(model: VisionTransformer, images: torch.Tensor) -> torch.Tensor:
+    """What the final LayerNorm and head would predict after each block: ``(B, C, H, W)`` -> ``(L, B, K)`` logits.
+
+    The "logit lens" (nostalgebraist, 2020) reads the residual stream early, through the model's own readout.
+    The last layer's row is the model's output; earlier rows show when the answer becomes readable, which is not
+    the same as when it is computed (the readout was trained on the last layer only).
+    """
+    check_ndim("images", images, 4, "(B, C, H, W)")
+    hidden, _ = model.forward_layers(images)  # L × (B, S, D)
+    return torch.stack([model.head(model.pool(model.norm(h))) for h in hidden])  # (L, B, K)

@@ -34,7 +34,9 @@ class VisionTransformer(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
-    def _encode(self, images: torch.Tensor, need_weights: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    def _encode(
+        self, images: torch.Tensor, need_weights: bool, need_hidden: bool = False
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         if self.config.input_norm is not None:
             mean, std = self.config.input_norm
             images = (images - mean) / std  # zero-centred inputs: without this a small ViT trains far slower
@@ -42,18 +44,25 @@ class VisionTransformer(nn.Module):
         if self.cls_token is not None:
             x = prepend_cls(x, self.cls_token)  # (B, N+1, D)
         x = self.pos_drop(self.pos_embed(x))  # (B, S, D)
-        attentions = []
+        attentions, hidden = [], []
         for block in self.blocks:
             x, weights = block(x, need_weights=need_weights)
             if need_weights:
                 attentions.append(weights)  # (B, h, S, S)
+            if need_hidden:
+                hidden.append(x)  # (B, S, D): the residual stream after this block
         x = self.norm(x)
         record("final tokens", x)
-        return x, attentions
+        return x, attentions, hidden
 
     def forward_features(self, images: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W)`` images -> the final, normalised tokens ``(B, S, D)``."""
         return self._encode(images, need_weights=False)[0]
+
+    def forward_layers(self, images: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Every block's output ``L × (B, S, D)`` (before the final LayerNorm) and attention maps ``L × (B, h, S, S)``."""
+        _, attentions, hidden = self._encode(images, need_weights=True, need_hidden=True)
+        return hidden, attentions
 
     def pool(self, tokens: torch.Tensor) -> torch.Tensor:
         """``(B, S, D)`` -> ``(B, D)``: the CLS token (index 0), or the mean of the patch tokens."""
@@ -65,7 +74,7 @@ class VisionTransformer(nn.Module):
         self, images: torch.Tensor, *, return_attention: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits ``(B, num_classes)``; with ``return_attention`` also one ``(B, h, S, S)`` map per layer."""
-        tokens, attentions = self._encode(images, need_weights=return_attention)
+        tokens, attentions, _ = self._encode(images, need_weights=return_attention)
         logits = self.head(self.pool(tokens))  # (B, K)
         record("logits", logits)
         return (logits, attentions) if return_attention else logits
