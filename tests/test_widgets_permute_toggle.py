@@ -44,6 +44,7 @@ def _check_frame(token, permute):
             np.testing.assert_array_equal(drawn_tile, to_hwc(truth))
             assert "<b>match</b>" in caption and "all 768 numbers in place" in caption
             assert "red, green and blue channels" in caption and "touching 1 patch" in caption
+            assert f"image rows {16 * (token // 14)}–{16 * (token // 14) + 15} in each" in caption
         else:
             # Without permute, token t is simply the t-th run of 768 numbers in memory.
             memory = photo().flatten()[768 * token : 768 * (token + 1)].reshape(3, 16, 16)
@@ -87,12 +88,52 @@ def test_every_combination_of_the_data():
 def test_token_0_without_permute_is_top_rows_red_only():
     facts = describe_sources(0, "without permute")
     assert facts["channels"] == ["red"]
-    assert facts["rows"] == (0, 3)  # 768 = 3·224 + 96: rows 0–2 whole, 96 pixels of row 3
+    assert facts["counts"] == {"red": 768}
+    assert facts["rows"] == {"red": (0, 3)}  # 768 = 3·224 + 96: rows 0–2 whole, 96 pixels of row 3
     assert facts["patches"] == list(range(14))  # a stripe from each patch of the top grid row
     assert facts["in_place"] == 16  # only the first pixel row of the first patch lands where it belongs
     src = token_sources(0, "without permute")
     assert src[:, 1].max() < 16 // 2  # nothing from the lower half of any patch
     assert not torch.equal(token_tile(0, "without permute"), true_patch(0))
+
+
+def _rows_per_channel_from_memory(token):
+    """Without permute, token t is memory offsets 768·t … 768·t + 767: decode them here, independently."""
+    offsets = torch.arange(768 * token, 768 * (token + 1))
+    channel, y = offsets // (224 * 224), offsets % (224 * 224) // 224
+    names = ("red", "green", "blue")
+    rows = {names[c]: (int(y[channel == c].min()), int(y[channel == c].max())) for c in channel.unique().tolist()}
+    counts = {names[c]: int((channel == c).sum()) for c in channel.unique().tolist()}
+    return rows, counts
+
+
+def test_rows_are_reported_per_channel_for_every_token_without_permute():
+    for token in TOKENS:
+        rows, counts = _rows_per_channel_from_memory(token)
+        facts = describe_sources(token, "without permute")
+        assert facts["rows"] == rows and facts["counts"] == counts
+        assert sum(facts["counts"].values()) == 768
+
+
+def test_token_65_spans_the_end_of_red_and_the_start_of_green():
+    # 65·768 = 49,920: the last 256 red numbers (rows 222–223), then the first 512 green ones (rows 0–2).
+    facts = describe_sources(65, "without permute")
+    assert facts["channels"] == ["red", "green"]
+    assert facts["counts"] == {"red": 256, "green": 512}
+    assert facts["rows"] == {"red": (222, 223), "green": (0, 2)}
+    fig, caption = permute_toggle_view(token=65, permute="without permute")
+    plt.close(fig)
+    assert "the red channel (256 numbers, image rows 222–223)" in caption
+    assert "the green channel (512 numbers, image rows 0–2)" in caption
+    assert "0–223" not in caption  # not one min–max range that suggests the whole image height
+
+
+def test_with_permute_rows_are_the_patch_rows_in_every_channel():
+    for token in (0, 65, 195):
+        facts = describe_sources(token, "with permute")
+        row = token // 14
+        assert facts["rows"] == {name: (16 * row, 16 * row + 15) for name in ("red", "green", "blue")}
+        assert facts["counts"] == {"red": 256, "green": 256, "blue": 256}
 
 
 def test_sources_with_permute_are_the_patch_itself():

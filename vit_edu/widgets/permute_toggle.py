@@ -65,7 +65,8 @@ def token_sources(token: int, mode: str) -> torch.Tensor:
 
 
 def describe_sources(token: int, mode: str) -> dict:
-    """Measured facts about where ``token``'s numbers come from (channels, rows, patches, right places)."""
+    """Measured facts about where ``token``'s numbers come from: channels, and per channel how many numbers
+    and which image rows (first, last); the patches touched; how many numbers sit in their right place."""
     src = token_sources(token, mode)
     channel, y, x = src.unbind(1)
     patches = torch.unique((y // PATCH_SIZE) * GRID + x // PATCH_SIZE)
@@ -74,9 +75,14 @@ def describe_sources(token: int, mode: str) -> dict:
     # Where each number *should* come from: the (c, p_h, p_w) position inside the token's own patch.
     want_c, within = torch.arange(3 * p * p) // (p * p), torch.arange(3 * p * p) % (p * p)
     want = torch.stack([want_c, row * p + within // p, col * p + within % p], dim=1)
+    channels = torch.unique(channel).tolist()
+    # Per channel, not min–max over all: a token that ends red and starts green holds the red channel's last
+    # rows and the green channel's first rows, not every row in between.
+    rows = {CHANNEL_NAMES[c]: (int(y[channel == c].min()), int(y[channel == c].max())) for c in channels}
     return {
-        "channels": [CHANNEL_NAMES[c] for c in torch.unique(channel).tolist()],
-        "rows": (int(y.min()), int(y.max())),
+        "channels": [CHANNEL_NAMES[c] for c in channels],
+        "counts": {CHANNEL_NAMES[c]: int((channel == c).sum()) for c in channels},
+        "rows": rows,
         "patches": patches.tolist(),
         "in_place": int((src == want).all(dim=1).sum()),
     }
@@ -104,6 +110,16 @@ def _and(words: list[str]) -> str:
 
 def _span(lo: int, hi: int) -> str:
     return f"{lo}" if lo == hi else f"{lo}–{hi}"
+
+
+def _where(facts: dict) -> str:
+    """'the red channel (768 numbers, image rows 0–3)', per channel; one clause when all channels agree."""
+    names, counts, rows = facts["channels"], facts["counts"], facts["rows"]
+    if len(names) > 1 and len(set(counts.values())) == 1 and len(set(rows.values())) == 1:
+        count, (lo, hi) = counts[names[0]], rows[names[0]]
+        return f"the {_and(names)} channels ({count} numbers each, image rows {_span(lo, hi)} in each)"
+    parts = [f"the {name} channel ({counts[name]} numbers, image rows {_span(*rows[name])})" for name in names]
+    return _and(parts)
 
 
 def permute_toggle_view(token: int, permute: str) -> tuple[Figure, str]:
@@ -145,10 +161,9 @@ def permute_toggle_view(token: int, permute: str) -> tuple[Figure, str]:
         ax.set_xticks([])
         ax.set_yticks([])
 
-    y0, y1 = facts["rows"]
     where = (
-        f"its numbers come from the {_and(facts['channels'])} channel{'s' if len(facts['channels']) > 1 else ''}, "
-        f"image rows {_span(y0, y1)}, touching {len(facts['patches'])} patch{'es' if len(facts['patches']) > 1 else ''}"
+        f"its numbers come from {_where(facts)}, "
+        f"touching {len(facts['patches'])} patch{'es' if len(facts['patches']) > 1 else ''}"
     )
     if match:
         verdict = (
