@@ -32,8 +32,10 @@ def test_shipped_model_matches_pytorch(shipped, batch):
     model, path = shipped
     images = ShapesDataset("test", size=batch).images
     got, want = run_onnx(path, images), reference_outputs(model, images)
+    # Residual-stream tokens reach about 7, where float32 spacing is 5e-7 and kernels that sum in another
+    # order (another CPU) differ by ~20 spacings: 1e-5 absolute, plus 1e-5 of the value's size.
     for name in OUTPUTS:
-        np.testing.assert_allclose(got[name], want[name].numpy(), atol=1e-5, rtol=0, err_msg=name)
+        np.testing.assert_allclose(got[name], want[name].numpy(), atol=1e-5, rtol=1e-5, err_msg=name)
     L, h, S = model.config.depth, model.config.num_heads, model.config.seq_len
     assert got["attentions"].shape == (L, batch, h, S, S)
     assert got["lens_logits"].shape == (L, batch, model.config.num_classes)
@@ -59,8 +61,8 @@ def test_half_precision_weights_only_where_lossless(shipped, tmp_path):
     assert np.dtype(np.float32) in {onnx.helper.tensor_dtype_to_np_dtype(i.data_type) for i in weights}
     images = torch.rand(3, 3, 16, 16)
     got = run_onnx(fp32, images)
-    np.testing.assert_allclose(got["logits"], model.eval()(images).detach().numpy(), atol=1e-5, rtol=0)
-    np.testing.assert_allclose(got["lens_logits"], logit_lens(model, images).detach().numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(got["logits"], model.eval()(images).detach().numpy(), atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(got["lens_logits"], logit_lens(model, images).detach().numpy(), atol=1e-5, rtol=1e-5)
 
 
 def test_examples_are_what_the_page_sees(shipped):
