@@ -25,7 +25,8 @@ def test_one_frame_per_combination_in_mixed_radix_order():
         f"<b>{s}</b> {m}" for s in (8, 16, 32) for m in ("a", "b")
     ]
     assert len({png for png, _ in data["frames"]}) == 6  # every picture differs
-    assert 'type="range"' in html and "<select" in html  # numbers get a slider, words a menu
+    assert data["kinds"] == ["range", "select"]  # numbers get a slider, words a menu
+    assert data["titles"] == ["size", "mode"]
     assert "http" not in html  # self-contained: nothing to fetch
 
 
@@ -34,7 +35,16 @@ def test_start_picks_the_first_frame_and_output_is_deterministic():
     a = frame_player(_view, controls, start={"size": 16, "mode": "b"}).data
     assert a == frame_player(_view, controls, start={"size": 16, "mode": "b"}).data
     assert '<div class="vit-frames-caption"><b>16</b> b</div>' in a
-    assert 'value="1"' in a and 'option value="1" selected' in a
+    assert _data(a)["start"] == [1, 1]
+    assert "data-control" not in a.split("<script")[0]  # controls come from the script: none dead without it
+    assert "vit-frames-note" in a
+
+
+def test_titles_are_words_and_unknown_start_values_raise():
+    data = _data(frame_player(lambda patch_size: _view(patch_size, "a"), {"patch_size": [8, 16]}).data)
+    assert data["titles"] == ["patch size"]
+    with pytest.raises(ValueError, match="not among"):
+        frame_player(_view, {"size": [8], "mode": ["a"]}, start={"size": 9})
 
 
 def test_bad_controls_raise():

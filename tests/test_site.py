@@ -119,6 +119,11 @@ def test_page_loads_cleanly(browser, server, path):
             "Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))"
         )
         assert not broken, f"{path}: images that did not load: {broken}"
+        tab_stops = page.evaluate(
+            "async () => { if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; }"
+            " return document.querySelectorAll('mjx-container[tabindex]').length; }"
+        )
+        assert tab_stops == 0, f"{path}: {tab_stops} formulas are Tab stops (keyboard users step through each)"
         assert not problems, f"{path}: " + "\n".join(problems)
         check_internal_links(page, server, path)
     finally:
@@ -153,7 +158,7 @@ def test_every_frame_player_changes_its_picture(browser, server, path):
     try:
         players = page.locator("div.vit-frames")
         source = (ROOT / path).with_suffix(".ipynb")
-        if source.exists() and "frame_player(" in source.read_text(encoding="utf-8"):
+        if source.exists() and re.search(r"\b(frame_player|explore)\(", source.read_text(encoding="utf-8")):
             assert players.count() > 0, f"{path}: the notebook builds a frame player but the page shows none"
         for i in range(players.count()):
             player = players.nth(i)
@@ -169,6 +174,43 @@ def test_every_frame_player_changes_its_picture(browser, server, path):
                 control.fill(str(top if current != top else 0))
             assert player.get_attribute("data-frame") != frame, f"{path}: player {i} did not switch frame"
             assert image.get_attribute("src") != before, f"{path}: player {i} shows the same picture"
+            if control.evaluate("e => e.tagName") == "INPUT":
+                # A screen reader hears the value the reader sees, not the slider's index.
+                shown = player.locator("output").first.inner_text()
+                assert control.get_attribute("aria-valuetext") == shown, f"{path}: player {i} aria-valuetext"
+            label = control.evaluate("e => e.getAttribute('aria-label')")
+            assert label and "_" not in label, f"{path}: player {i} control label {label!r} is an identifier"
+            assert player.locator(".vit-frames-note").count() == 0, f"{path}: player {i} kept its no-script note"
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+@pytest.mark.parametrize("path", toc_pages())
+def test_no_sideways_scrolling(browser, server, path, width):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(server + path, wait_until="load")
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        if overflow > 1:
+            culprits = page.evaluate(
+                """() => Array.from(document.querySelectorAll('main *')).filter(e => {
+                     const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1 && r.width > 0;
+                   }).slice(0, 5).map(e => e.tagName + '.' + e.className + ': ' + (e.textContent || '').slice(0, 60))"""
+            )
+            pytest.fail(f"{path} at {width} px is {overflow} px too wide: {culprits}")
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("query", ["位置编码", "注意力", "rollout"])
+def test_search_finds_chinese_and_english_terms(browser, server, query):
+    page, problems = open_page(browser, server + f"search.html?q={query}")
+    try:
+        page.wait_for_function("document.querySelectorAll('#search-results li').length > 0", timeout=15000)
+        titles = page.locator("#search-results li").all_inner_texts()
+        assert titles, f"no result for {query!r}"
         assert not problems, "\n".join(problems)
     finally:
         page.close()

@@ -14,10 +14,44 @@ def _view(size, mode):
 def test_live_renders_once_then_on_every_change():
     calls.clear()
     box = live(_view, {"size": [8, 16, 32], "mode": ["a", "b"]}, start={"size": 16})
-    controls, _picture, caption = box.children
-    slider, menu = controls.children
+    controls, _picture, caption, note = box.children
+    assert "run this cell again" in note.value
+    slider, readout, menu = controls.children
     assert calls == [(16, "a")] and caption.value == "16/a"
     slider.value = 32
     menu.value = "b"
     assert calls[-1] == (32, "b") and caption.value == "32/b"
+    assert readout.value == "32" and not slider.readout  # the value as text, no readout that ignores typing
     assert type(slider).__name__ == "SelectionSlider" and type(menu).__name__ == "Dropdown"
+
+
+def test_consecutive_integers_get_a_typed_slider_and_labels_are_words():
+    from vit_edu.widgets import _control
+
+    box = live(lambda size, mode_name: _view(size, mode_name), {"size": [8, 16, 32], "mode_name": ["a", "b"]})
+
+    token = _control("token_index", list(range(196)), 5)
+    assert type(token).__name__ == "IntSlider" and (token.min, token.max, token.value) == (0, 195, 5)
+    assert box.children[0].children[2].description == "mode name"
+
+
+def test_live_rejects_unknown_start():
+    import pytest
+
+    with pytest.raises(ValueError, match="unknown controls"):
+        live(_view, {"size": [8]}, start={"colour": 1})
+
+
+def test_explore_gives_the_widget_and_the_player_in_one_output():
+    from vit_edu.widgets import explore
+
+    calls.clear()
+    out = explore(_view, {"size": [8, 16, 32], "mode": ["a", "b"]}, site_controls={"size": [8, 32], "mode": ["a"]},
+                  start={"size": 16, "mode": "b"})
+    bundle = out._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == out.box.model_id
+    html = bundle["text/html"]
+    assert html.startswith('<div class="vit-frames"') and "8/a" in html and "32/a" in html
+    assert "16/b" not in html  # the player offers only the site's values, starting where it can (mode a)
+    assert "run this cell" in bundle["text/plain"]
+    assert out.box.children[2].value == "16/b"  # the live face starts where asked

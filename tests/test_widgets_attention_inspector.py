@@ -16,7 +16,7 @@ from vit_edu.widgets.attention_inspector import CONTROLS, SITE_CONTROLS, attenti
 def _check_frame(layer, head, query):
     fig, caption = attention_inspector_view(layer=layer, head=head, query=query)
     try:
-        weights = attention_maps()[layer - 1, head - 1]
+        weights = attention_maps()[layer - 1, head]  # heads count from 0
         row = weights[query]
         assert len(fig.axes) == 2
         ax_img, ax_mat = fig.axes
@@ -67,7 +67,14 @@ def test_every_layer_and_head(layer, head):
 
 @pytest.mark.parametrize("query", CONTROLS["query"])
 def test_every_query(query):
-    _check_frame(1, 1, query)
+    _check_frame(1, 0, query)
+
+
+def test_heads_count_from_zero_as_in_the_code():
+    assert CONTROLS["head"] == list(range(ai.HEADS)) == SITE_CONTROLS["head"]
+    fig, caption = attention_inspector_view(layer=1, head=0, query=0)
+    plt.close(fig)
+    assert "Layer 1, head 0" in caption
 
 
 def test_site_controls_are_a_small_subset():
@@ -78,13 +85,13 @@ def test_site_controls_are_a_small_subset():
 @pytest.mark.parametrize(
     ("layer", "head", "query", "expected"),
     [
-        (0, 1, 0, "layer = 0 is out of range"),
-        (ai.DEPTH + 1, 1, 0, "this model has 4 blocks"),
-        (1, 0, 0, "head = 0 is out of range"),
-        (1, ai.HEADS + 1, 0, "each block has 4 heads"),
-        (1, 1, ai.SEQ_LEN, "the sequence has 37 tokens"),
-        (1, 1, -1, "query = -1 is out of range"),
-        (1, 1, 2.5, "query must be a whole number"),
+        (0, 0, 0, "layer = 0 is out of range"),
+        (ai.DEPTH + 1, 0, 0, "this model has 4 blocks"),
+        (1, -1, 0, "head = -1 is out of range"),
+        (1, ai.HEADS, 0, "each block has 4 heads, numbered 0 to 3"),
+        (1, 0, ai.SEQ_LEN, "the sequence has 37 tokens"),
+        (1, 0, -1, "query = -1 is out of range"),
+        (1, 0, 2.5, "query must be a whole number"),
     ],
 )
 def test_out_of_range_explains_itself(layer, head, query, expected):

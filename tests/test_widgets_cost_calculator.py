@@ -18,6 +18,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from vit_edu import CONFIGS, ViTConfig, VisionTransformer, count_parameters
 from vit_edu.widgets.cost_calculator import (
     CONTROLS,
+    FIGSIZE,
     FLOP_PARTS,
     PARAM_PARTS,
     SITE_CONTROLS,
@@ -206,3 +207,15 @@ def test_site_controls_are_a_small_subset():
     for settings in (dict(zip(SITE_CONTROLS, combo)) for combo in itertools.product(*SITE_CONTROLS.values())):
         check_view({**START, **settings})
     assert all(START[name] in CONTROLS[name] for name in CONTROLS)
+
+
+def test_invalid_frame_keeps_the_valid_frame_size():
+    """The widget must not jump in height when a control makes the combination impossible."""
+    valid, _ = cost_calculator_view(**START)
+    invalid, caption = cost_calculator_view(**{**START, "image_size": 384, "patch_size": 14})
+    try:
+        assert caption.startswith("<b>Not a valid ViT.</b>")
+        assert tuple(valid.get_size_inches()) == tuple(invalid.get_size_inches()) == FIGSIZE
+    finally:
+        plt.close(valid)
+        plt.close(invalid)

@@ -151,3 +151,10 @@ def test_bad_inputs_explain_themselves():
     assert "does not exist" in caption
     with pytest.raises(ValueError, match="permute must be one of"):
         permute_toggle_view(token=0, permute="sideways")
+
+
+def test_site_player_does_not_give_away_exercise_3():
+    # Exercise 3 asks which tokens mix two channels without the permute; the site must not list them.
+    mixed = {t for t in TOKENS if len(describe_sources(t, "without permute")["channels"]) > 1}
+    assert mixed == {65, 130}
+    assert not mixed & set(SITE_CONTROLS["token"])

@@ -140,7 +140,7 @@ def test_live_widget_updates_picture_and_caption():
     from vit_edu.widgets import live
 
     box = live(pos_embed_explorer_view, CONTROLS, start={"row": 1, "col": 2})
-    controls, picture, caption = box.children
+    controls, picture, caption, _note = box.children
     assert picture.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Patch (1, 2), trained table" in caption.value
     first = picture.value

@@ -12,8 +12,10 @@ import torch
 from tests.conftest import assert_explains_problem
 from vit_edu.widgets.scale_explorer import (
     CONTROLS,
+    FLOOR,
     NUM_KEYS,
     entropy,
+    keys_for,
     scale_explorer_view,
     scores,
     softmax_weights,
@@ -44,6 +46,10 @@ def test_every_setting(d, scaling):
         assert np.all(np.diff(heights) <= 0), "bars are sorted, largest first"
         assert heights.sum() == pytest.approx(1.0, abs=1e-5)
         assert heights[0] == pytest.approx(float(weights.max()), abs=1e-6)
+        assert ax.get_yscale() == "log"
+        assert ax.get_ylim()[0] == pytest.approx(FLOOR)
+        assert _number(r"<b>(\d+)</b> of 197 keys hold 90%", caption) == keys_for(weights)
+        assert _number(r"<b>(\d+)</b> keys get less than", caption) == int((weights < FLOOR).sum())
     finally:
         plt.close(fig)
 
@@ -56,6 +62,25 @@ def test_scaling_keeps_score_variance_near_one_and_weights_spread(d):
     assert float(scaled.max()) < 0.15
     assert float(unscaled.max()) > float(scaled.max())
     assert entropy(unscaled) < entropy(scaled) <= math.log(NUM_KEYS)
+
+
+@pytest.mark.parametrize("d", CONTROLS["d"])
+def test_scaled_curve_is_visible_on_the_log_axis(d):
+    # The linear 0-1 axis drew every ÷√d curve flat at 0; on the log axis every weight lies above the floor
+    # and the curve spans more than a factor of 5, so its shape can be seen.
+    w = softmax_weights(d, "÷√d")
+    assert float(w.min()) > 10 * FLOOR
+    assert float(w.max()) / float(w.min()) > 5
+    assert keys_for(w) > 50  # spread: many keys needed for 90% of the weight
+    assert keys_for(softmax_weights(d, "no scaling")) < keys_for(w)
+
+
+def test_keys_for():
+    assert keys_for(torch.tensor([1.0, 0.0, 0.0])) == 1
+    assert keys_for(torch.full((10,), 0.1)) == 9
+    assert keys_for(torch.tensor([0.5, 0.3, 0.2]), share=0.8) == 2
+    with pytest.raises(ValueError, match="share must lie in"):
+        keys_for(torch.tensor([1.0]), share=0.0)
 
 
 def test_no_scaling_collapses_at_large_d():
@@ -81,11 +106,12 @@ def test_live_widget_updates_picture_and_caption():
     from vit_edu.widgets import live
 
     box = live(scale_explorer_view, CONTROLS, start={"d": 64})
-    controls, picture, caption = box.children
+    controls, picture, caption = box.children[:3]  # (a note may follow)
     assert picture.value[:8] == b"\x89PNG\r\n\x1a\n"
     assert "d = 64, ÷√d" in caption.value
     first = picture.value
-    d_slider, scaling_menu = controls.children
+    by_name = {c.description: c for c in controls.children if getattr(c, "description", "")}
+    d_slider, scaling_menu = by_name["d"], by_name["scaling"]
     scaling_menu.value = "no scaling"
     assert "d = 64, no scaling" in caption.value
     assert picture.value != first

@@ -106,12 +106,13 @@ def test_two_channel_tokens_and_sources():
 def test_live_widget_redraws_on_every_control():
     import ipywidgets as widgets
 
-    from vit_edu.widgets import live
+    from vit_edu.widgets import control_title, live
 
     box = live(toy_tracer_view, CONTROLS, start={"patch_size": 2})
-    controls, picture, caption = box.children
+    controls, picture, caption, _note = box.children
     assert isinstance(picture, widgets.Image) and bytes(picture.value).startswith(b"\x89PNG")
-    assert [c.description for c in controls.children] == list(CONTROLS)
+    assert [c.description for c in controls.children] == [control_title(n) for n in CONTROLS]
+    assert "patch size" in [c.description for c in controls.children]  # words, not identifiers
     assert "pixel (0, 0) with value 1 → token 0, position 0" in caption.value
     controls.children[0].value = 3  # row 3
     assert "pixel (3, 0) with value 13 → token 2, position 2" in caption.value

@@ -32,6 +32,7 @@ class ViTConfig:
     qkv_bias: bool = True
     ln_eps: float = 1e-6
     dropout: float = 0.0
+    drop_path_rate: float = 0.0  # stochastic depth: the last block's rate; block i gets rate * i / (depth - 1)
     pool: Literal["cls", "mean"] = "cls"
     pos_embed: Literal["learned", "none", "sincos"] = "learned"
     norm: Literal["pre", "post"] = "pre"
@@ -59,6 +60,8 @@ class ViTConfig:
                 raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 <= self.drop_path_rate < 1.0:
+            raise ValueError(f"drop_path_rate must be in [0, 1), got {self.drop_path_rate}")
         if self.ln_eps <= 0:
             raise ValueError(f"ln_eps must be positive, got {self.ln_eps}")
 

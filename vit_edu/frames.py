@@ -35,22 +35,52 @@ _SCRIPT = """
 (function () {
   var root = document.getElementById("%(id)s");
   var data = JSON.parse(root.querySelector("script.vit-frames-data").textContent);
-  var inputs = root.querySelectorAll("[data-control]");
+  var box = root.querySelector(".vit-frames-controls");
   var img = root.querySelector("img.vit-frames-image");
   var caption = root.querySelector(".vit-frames-caption");
+  // The controls are built here, so a page that runs no script (a sanitised notebook view) shows no dead control.
+  var inputs = data.titles.map(function (title, i) {
+    var label = document.createElement("label"), input;
+    label.appendChild(document.createTextNode(title + " "));
+    if (data.kinds[i] === "range") {
+      input = document.createElement("input");
+      input.type = "range"; input.min = "0"; input.max = String(data.sizes[i] - 1); input.step = "1";
+    } else {
+      input = document.createElement("select");
+      data.labels[i].forEach(function (text, k) {
+        var option = document.createElement("option");
+        option.value = String(k); option.textContent = text; input.appendChild(option);
+      });
+    }
+    input.value = String(data.start[i]);
+    input.setAttribute("data-control", String(i));
+    input.setAttribute("aria-label", title);
+    label.appendChild(input);
+    if (data.kinds[i] === "range") {
+      var out = document.createElement("output");
+      out.setAttribute("data-for", String(i)); out.setAttribute("aria-hidden", "true");
+      label.appendChild(document.createTextNode(" ")); label.appendChild(out);
+    }
+    box.appendChild(label);
+    return input;
+  });
   function show() {
     var index = 0;
     inputs.forEach(function (input, i) {
-      var k = Number(input.value);
+      var k = Number(input.value), text = data.labels[i][k];
       index = index * data.sizes[i] + k;
-      var out = root.querySelector("output[data-for='" + i + "']");
-      if (out) { out.textContent = data.labels[i][k]; }
+      if (data.kinds[i] === "range") {
+        input.setAttribute("aria-valuetext", text);
+        root.querySelector("output[data-for='" + i + "']").textContent = text;
+      }
     });
     img.src = "data:image/png;base64," + data.frames[index][0];
     caption.innerHTML = data.frames[index][1];
     root.dataset.frame = String(index);
   }
   inputs.forEach(function (input) { input.addEventListener("input", show); });
+  var note = root.querySelector(".vit-frames-note");
+  if (note) { note.remove(); }
   show();
 })();
 """
@@ -69,19 +99,13 @@ def figure_to_png(fig: Figure, dpi: int = 72) -> str:
     return base64.b64encode(figure_png_bytes(fig, dpi)).decode("ascii")
 
 
-def _control_html(i: int, name: str, values: Sequence[Any], start: int) -> str:
-    label = html.escape(name)
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return (
-            f'<label>{label} <input type="range" data-control="{i}" min="0" max="{len(values) - 1}" step="1" '
-            f'value="{start}" aria-label="{label}"> <output data-for="{i}">{html.escape(str(values[start]))}</output>'
-            f"</label>"
-        )
-    options = "".join(
-        f'<option value="{k}"{" selected" if k == start else ""}>{html.escape(str(v))}</option>'
-        for k, v in enumerate(values)
-    )
-    return f'<label>{label} <select data-control="{i}" aria-label="{label}">{options}</select></label>'
+def _is_numeric(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def control_title(name: str) -> str:
+    """The label a reader sees for control ``name``: words, not a code identifier ('patch_size' -> 'patch size')."""
+    return name.replace("_", " ")
 
 
 def frame_player(
@@ -94,7 +118,9 @@ def frame_player(
 ) -> HTML:
     """Render ``render(**values)`` for every combination of ``controls`` and wrap the frames in a player.
 
-    Numeric controls become sliders, others drop-down menus. ``start`` picks the first frame shown.
+    Numeric controls become sliders (announcing their value, not their index), others drop-down menus; the
+    page's script builds them, so where no script runs the first picture stands alone with a note. ``start``
+    picks the first frame shown; ``start`` names that are not controls raise, values not offered do too.
     """
     if not controls or any(len(values) == 0 for values in controls.values()):
         raise ValueError(f"every control needs at least one value, got {({k: len(v) for k, v in controls.items()})}")
@@ -103,6 +129,9 @@ def frame_player(
     unknown = set(start) - set(names)
     if unknown:
         raise ValueError(f"start names unknown controls {sorted(unknown)}; controls are {names}")
+    missing = {n: start[n] for n in start if start[n] not in list(controls[n])}
+    if missing:
+        raise ValueError(f"start values {missing} are not among the controls' values")
     start_index = [list(controls[n]).index(start[n]) if n in start else 0 for n in names]
     frames = []
     for combo in itertools.product(*(controls[n] for n in names)):
@@ -111,17 +140,21 @@ def frame_player(
     data = {
         "sizes": [len(controls[n]) for n in names],
         "labels": [[str(v) for v in controls[n]] for n in names],
+        "titles": [control_title(n) for n in names],
+        "kinds": ["range" if _is_numeric(list(controls[n])) else "select" for n in names],
+        "start": start_index,
         "frames": frames,
     }
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")  # safe inside <script>
     uid = "vit-frames-" + hashlib.sha1(payload.encode()).hexdigest()[:12]  # deterministic: nbval-friendly
-    widgets = "".join(_control_html(i, n, list(controls[n]), start_index[i]) for i, n in enumerate(names))
     first = 0
     for i, k in enumerate(start_index):
         first = first * data["sizes"][i] + k
     page = (
         f'<div class="vit-frames" id="{uid}">'
-        f'<div class="vit-frames-controls">{widgets}</div>'
+        '<div class="vit-frames-controls"></div>'
+        '<p class="vit-frames-note">A picture computed in advance. Its controls appear where the page can run '
+        "its script: on the book's website, or in Jupyter once you run this cell.</p>"
         f'<img class="vit-frames-image" alt="{html.escape(alt)}" src="data:image/png;base64,{frames[first][0]}">'
         f'<div class="vit-frames-caption">{frames[first][1]}</div>'
         f'<script type="application/json" class="vit-frames-data">{payload}</script>'

@@ -6,6 +6,9 @@ Q/K/V stacked in that order in one ``(3D, D)`` matrix, and the CLS token read ou
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import torch
 from torch import nn
 
@@ -90,3 +93,33 @@ def from_torchvision(tv_model: nn.Module) -> VisionTransformer:
         raise ValueError(f"vit_edu keys left unset by the port: {missing[:5]}")
     model.load_state_dict(ported, assign=True)
     return model.train(tv_model.training)
+
+
+def pretrained_vit_b16(weights_path: str | os.PathLike | None = None, download: bool = False) -> VisionTransformer:
+    """torchvision's ViT-B/16 as a ``VisionTransformer``, from a local state-dict file or (if asked) the web.
+
+    ``weights_path`` is a file saved with ``torch.save(torchvision.models.vit_b_16(...).state_dict(), path)``.
+    Nothing is downloaded unless ``download=True`` (then torchvision fetches IMAGENET1K_V1, about 330 MB, into
+    its cache). The model is returned in eval mode; feed it images normalised with ImageNet's mean and std.
+    """
+    from torchvision.models import ViT_B_16_Weights, vit_b_16
+
+    if weights_path is None and not download:
+        raise ValueError("pretrained_vit_b16 needs weights_path=<a saved state dict> or download=True "
+                         "(nothing is downloaded unless you ask)")
+    if weights_path is not None:
+        path = Path(weights_path)
+        if not path.is_file():
+            hint = "" if download else "; pass download=True to fetch torchvision's IMAGENET1K_V1 weights instead"
+            if not download:
+                raise ValueError(f"no weights file at {str(path)!r}{hint}")
+        else:
+            tv = vit_b_16(weights=None)
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            try:
+                tv.load_state_dict(state)
+            except RuntimeError as err:
+                raise ValueError(f"{str(path)!r} is not a torchvision ViT-B/16 state dict: {err}") from err
+            return from_torchvision(tv.eval()).eval()
+    tv = vit_b_16(weights=ViT_B_16_Weights.IMAGENET1K_V1)
+    return from_torchvision(tv.eval()).eval()

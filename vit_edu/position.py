@@ -20,7 +20,8 @@ def _sincos_1d(positions: torch.Tensor, dim: int) -> torch.Tensor:
 def sincos_2d(grid_size: int | tuple[int, int], dim: int) -> torch.Tensor:
     """Fixed 2-D sin-cos position table ``(gh·gw, dim)``, row-major like the patch tokens.
 
-    The first half of the features encodes the patch's row, the second half its column (as in MAE).
+    The first half of the features encodes the patch's row, the second half its column (MAE's code uses the
+    opposite order, column first).
     """
     grid_h, grid_w = pair(grid_size, "grid size")
     check_positive_int("dim", dim)

@@ -7,12 +7,21 @@ pydata-sphinx-theme reports as an error. Both are upstream quirks; the fixes bel
 The launch buttons (Binder, Colab) and the repository button follow ``repository.url`` in ``_config.yml``,
 which ``BOOK_REPOSITORY_URL`` overrides (``make book REPOSITORY_URL=...``): with no repository there is nothing
 for them to open, so they are left out.
+
+Glossary links: on every page the first use of each glossary term links to its glossary entry.
+
+Search: the site indexes Chinese too (``html_search_language: zh``, words split by jieba); the glossary's Chinese
+names go into jieba's dictionary so that each one, such as 位置编码, is found as one word.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import tempfile
+from pathlib import Path
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
@@ -44,8 +53,112 @@ def _buttons_follow_repository(app: Sphinx, config: Config) -> None:
         options["use_edit_page_button"] = False
 
 
+def glossary_chinese_terms(glossary: Path) -> list[str]:
+    """The Chinese names in the glossary's entries ("patch embedding (图像块嵌入)" -> "图像块嵌入")."""
+    terms = []
+    for line in glossary.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^[A-Za-z][^(]*\((.*)\)\s*$", line)
+        if m:
+            terms += [p.strip() for p in m.group(1).split(",") if re.search(r"[\u3400-\u9fff]", p)]
+    return terms
+
+
+def _chinese_search_dictionary(app: Sphinx, config: Config) -> None:
+    if config.html_search_language != "zh":
+        return
+    terms = glossary_chinese_terms(Path(app.srcdir) / "book" / "glossary.md")
+    # jieba's user dictionary: one word per line, with a frequency high enough to keep it whole.
+    path = Path(tempfile.gettempdir()) / "vit_edu_search_terms.txt"
+    path.write_text("".join(f"{t.replace(' ', '')} 100000\n" for t in terms), encoding="utf-8")
+    config.html_search_options = {**(config.html_search_options or {}), "dict": str(path)}
+
+
+_NO_LINK = (nodes.literal, nodes.literal_block, nodes.math, nodes.math_block, nodes.reference, nodes.title,
+            nodes.raw, nodes.term, nodes.caption, nodes.rubric, nodes.citation, nodes.citation_reference)
+
+
+def _english_spellings(term: str) -> list[str]:
+    """'layer normalisation (LayerNorm, 层归一化)' -> ['layer normalisation', 'LayerNorm']."""
+    m = re.match(r"^([^(]+?)\s*(?:\((.*)\))?$", term)
+    name, inside = m.group(1).strip(), m.group(2) or ""
+    extra = [p.strip() for p in inside.split(",") if p.strip() and not re.search(r"[\u3400-\u9fff]", p)]
+    return [name] + extra
+
+
+def _in_output(node: nodes.Node) -> bool:
+    while node is not None:
+        if isinstance(node, _NO_LINK) or "cell_output" in (getattr(node, "get", lambda *_: [])("classes", []) or []):
+            return True
+        node = node.parent
+    return False
+
+
+def _link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    if app.builder.format != "html":
+        return
+    std = app.env.get_domain("std")
+    targets = {}
+    for (kind, term), (glossary_doc, labelid) in std.objects.items():
+        if kind != "term" or glossary_doc == docname:
+            continue
+        for spelling in _english_spellings(term):
+            targets.setdefault(spelling.lower(), (glossary_doc, labelid, spelling))
+    if not targets:
+        return
+    words = sorted(targets, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for w in words) + r")(?:s|es)?(?![\w-])", re.I)
+    linked: set[str] = set()
+    for text in list(doctree.findall(nodes.Text)):
+        if text.parent is None or _in_output(text.parent):
+            continue
+        value, pieces, pos = str(text), [], 0
+        for m in pattern.finditer(value):
+            doc, labelid, spelling = targets[m.group(1).lower()]
+            if labelid in linked or (spelling.isupper() and m.group(1) != spelling):
+                continue
+            linked.add(labelid)
+            uri = app.builder.get_relative_uri(docname, doc) + "#" + labelid
+            pieces += [nodes.Text(value[pos:m.start()]),
+                       nodes.reference("", m.group(0), internal=True, refuri=uri, classes=["glossary-link"],
+                                       reftitle="glossary")]
+            pos = m.end()
+        if pieces:
+            pieces.append(nodes.Text(value[pos:]))
+            text.parent.replace(text, pieces)
+
+
+def _author_year_labels():  # noqa: ANN202
+    from pybtex.style.labels import BaseLabelStyle
+
+    class AuthorYearLabels(BaseLabelStyle):
+        """pybtex labels 'Dosovitskiy et al., 2021', so the list reads like the in-text citations (not '[DBK+21]')."""
+
+        def format_labels(self, sorted_entries):  # noqa: ANN001, ANN201 (pybtex's plugin protocol)
+            for entry in sorted_entries:
+                people = entry.persons.get("author") or entry.persons.get("editor") or []
+                last = [" ".join(p.last_names).replace("{", "").replace("}", "") for p in people] or ["Anon."]
+                who = last[0] if len(last) == 1 else f"{last[0]} and {last[1]}" if len(last) == 2 else f"{last[0]} et al."
+                yield f"{who}, {entry.fields.get('year', 'n.d.')}"
+
+    return AuthorYearLabels
+
+
+def _register_bibliography_style() -> None:
+    from pybtex.plugin import register_plugin
+    from pybtex.style.formatting.unsrt import Style
+
+    class AuthorYear(Style):
+        default_label_style = _author_year_labels()
+        default_sorting_style = "author_year_title"
+
+    register_plugin("pybtex.style.formatting", "vit_author_year", AuthorYear)
+
+
 def setup(app: Sphinx) -> dict:
+    _register_bibliography_style()
+    app.connect("doctree-resolved", _link_glossary_terms)
     app.connect("config-inited", _buttons_follow_repository)
+    app.connect("config-inited", _chinese_search_dictionary)
     app.add_js_file(None, body=_MODE_FIX, priority=100)
     app.connect("html-page-context", _dedupe_scripts, priority=999)  # after the themes add theirs
     return {"parallel_read_safe": True, "parallel_write_safe": True}

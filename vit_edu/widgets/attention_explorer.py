@@ -127,8 +127,8 @@ def _what(layer: int | str, head: int | str, discard: float) -> tuple[str, str, 
         return title, what, note
     if head in HEAD_FUSIONS:
         title = f"layer {layer}, {head} of heads"
-        what = (f"Layer {layer}, the <i>{head}</i> of its {HEADS} heads' CLS→patch weights (the fusion rollout "
-                f"would apply to this layer).")
+        what = (f"Layer {layer}, the <i>{head}</i> of its {HEADS} heads' CLS→patch weights (the same fusion that "
+                f"rollout applies to the heads of every layer).")
     else:
         title = f"layer {layer}, head {head}"
         what = f"Layer {layer}, head {head}: the CLS query's weights on the {GRID * GRID} patch keys."

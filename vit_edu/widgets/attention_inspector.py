@@ -4,7 +4,8 @@ The model is a small *untrained* ViT (96×96 image, 16×16 patches → 6×6 = 36
 4 blocks, 4 heads), built from a fixed seed. With the default Xavier initialisation its attention maps are
 almost uniform, so the query/key/value projection weights are multiplied by ``QKV_SCALE``: the maps then show
 structure, but it is the structure of random weights acting on one photo, not anything learned.
-The maps are computed once and cached.
+The maps are computed once and cached. Layers (blocks) are numbered from 1, as the book numbers blocks; heads
+and tokens from 0, as the code indexes them.
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ SEQ_LEN = CONFIG.seq_len  # 37 tokens, token 0 is CLS
 
 CONTROLS: dict[str, list] = {
     "layer": list(range(1, DEPTH + 1)),
-    "head": list(range(1, HEADS + 1)),
+    "head": list(range(HEADS)),  # heads count from 0, as in the code (weights[:, 0] is head 0)
     "query": list(range(SEQ_LEN)),
 }
-# The website's player: first and last layer × 4 heads × 4 queries = 32 frames. Queries: CLS, sky (top right),
+# The website's player: first and last layer × 4 heads × 4 queries = 32 frames. Queries: CLS, the blue
+# background (top right),
 # face (row 2, column 2) and jacket (row 4, column 1); rows and columns count from 0.
-SITE_CONTROLS: dict[str, list] = {"layer": [1, DEPTH], "head": list(range(1, HEADS + 1)), "query": [0, 6, 15, 26]}
+SITE_CONTROLS: dict[str, list] = {"layer": [1, DEPTH], "head": list(range(HEADS)), "query": [0, 6, 15, 26]}
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,25 +75,25 @@ def token_name(query: int) -> str:
 
 
 def _problem(layer: object, head: object, query: object) -> str | None:
-    for name, value, low, high in (("layer", layer, 1, DEPTH), ("head", head, 1, HEADS), ("query", query, 0, SEQ_LEN - 1)):
+    for name, value, low, high in (("layer", layer, 1, DEPTH), ("head", head, 0, HEADS - 1), ("query", query, 0, SEQ_LEN - 1)):
         if isinstance(value, bool) or not isinstance(value, int):
             return f"{name} must be a whole number, got {value!r}."
         if not low <= value <= high:
             what = {
                 "layer": f"this model has {DEPTH} blocks, numbered 1 to {DEPTH}",
-                "head": f"each block has {HEADS} heads, numbered 1 to {HEADS}",
+                "head": f"each block has {HEADS} heads, numbered 0 to {HEADS - 1}",
                 "query": f"the sequence has {SEQ_LEN} tokens: 0 is CLS, 1 to {SEQ_LEN - 1} are the {GRID}×{GRID} patches",
             }[name]
             return f"{name} = {value} is out of range: {what}."
     return None
 
 
-def attention_inspector_view(layer: int = 1, head: int = 1, query: int = 0) -> tuple[Figure, str]:
+def attention_inspector_view(layer: int = 1, head: int = 0, query: int = 0) -> tuple[Figure, str]:
     """Left: the query's weights over the 6×6 patch grid, over the photo. Right: the head's full S×S matrix."""
     problem = _problem(layer, head, query)
     if problem is not None:
         return problem_frame(problem)
-    weights = attention_maps()[layer - 1, head - 1]  # (S, S)
+    weights = attention_maps()[layer - 1, head]  # (S, S); layers count from 1 (as blocks do), heads from 0
     row = weights[query]  # (S,): how much of each token's value the query takes
     patch_map = row[1:].reshape(GRID, GRID)  # keys 1..36 in row-major patch order; key 0 (CLS) is left out
 

@@ -5,8 +5,9 @@ check the parameter formula against ``count_parameters`` of a real model.
 
 Counting conventions (per image, batch 1):
 
-* **FLOPs are multiply-adds (MACs)**: a ``Linear(a, b)`` applied to S tokens costs ``S·a·b``. Double them for
-  "floating-point operations" in the other common convention.
+* **Counts are multiply-adds (MACs)**: a ``Linear(a, b)`` applied to S tokens costs ``S·a·b``. The "FLOPs" in
+  the model tables of vision papers (Swin's Table 1, timm's "GMACs") are these multiply-adds; PyTorch's
+  ``FlopCounterMode`` and the "2 FLOPs per multiply-add" convention give twice as many.
 * Only matrix products are counted. LayerNorm, softmax, GELU, the residual additions and the biases cost
   O(S·D) or O(h·S²) element-wise operations and are left out.
 * Per encoder layer, with S tokens of width D, h heads and MLP ratio r:
@@ -45,6 +46,7 @@ START = {"image_size": 224, "patch_size": 16, "dim": 768, "depth": 12, "heads": 
 FLOP_PARTS = ("patch embedding", "projections", "attention", "MLP", "head")
 COLORS = ["#999999", "#4c72b0", "#dd8452", "#55a868", "#8172b2"]
 PARAM_PARTS = ("patch embedding", "position + CLS", "attention", "MLP", "LayerNorms", "head")
+FIGSIZE = (6.4, 2.4)  # inches, valid and invalid frames alike
 
 
 def invalid_reason(image_size: int, patch_size: int, dim: int, heads: int) -> str | None:
@@ -186,15 +188,16 @@ def cost_calculator_view(
     """
     reason = invalid_reason(image_size, patch_size, dim, heads)
     if reason:
-        fig = plt.figure(figsize=(6.4, 1.2))
-        fig.text(0.01, 0.5, "Not a valid ViT:\n" + reason.replace(": ", ":\n  ").replace("; ", "\n"),
-                 va="center", ha="left", fontsize=9)
+        # Same size as a valid frame, so the widget does not jump in height when a control makes it invalid.
+        fig = plt.figure(figsize=FIGSIZE)
+        fig.text(0.03, 0.5, "Not a valid ViT:\n" + reason.replace(": ", ":\n  ").replace("; ", "\n"),
+                 va="center", ha="left", fontsize=9, wrap=True)
         return fig, f"<b>Not a valid ViT.</b> {html.escape(reason)}."
     c = vit_costs(image_size, patch_size, dim, depth, heads)
     macs, params = c["macs"], c["params"]
     total = macs["total"]
     shares = [100 * macs[name] / total for name in FLOP_PARTS]
-    fig, ax = plt.subplots(figsize=(6.4, 2.4))
+    fig, ax = plt.subplots(figsize=FIGSIZE)
     fig.subplots_adjust(left=0.2, right=0.97, top=0.8, bottom=0.2)
     ys = range(len(FLOP_PARTS))
     ax.barh(ys, shares, color=COLORS)

@@ -123,12 +123,12 @@ def pos_embed_explorer_view(row: int = 1, col: int = 1, table: str = "trained") 
     for r in range(GRID):
         for c in range(GRID):
             value = float(s["sims"][r, c])
-            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=9,
+            ax.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=11,
                     color="white" if value < (lo + hi) / 2 else "black")
     ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(f"{table} table: patch (row {row}, col {col})", fontsize=9)
+    ax.set_title(f"{table} table: patch (row {row}, col {col})", fontsize=10)
     fig.subplots_adjust(left=0.03, right=0.97, bottom=0.03, top=0.9)
     caption = (
         f"Patch ({row}, {col}), {table} table. Most similar other patch: {_cells(s['best'])}, cosine "

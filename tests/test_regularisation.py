@@ -1,0 +1,74 @@
+"""The regularisation comparison (vit_edu.regularisation) and the crop + flip augmentation it uses."""
+
+import json
+
+import pytest
+import torch
+
+from vit_edu import regularisation
+from vit_edu.train import TrainConfig, crop_flip
+
+
+def test_crop_flip_without_padding_is_identity_or_mirror():
+    torch.manual_seed(0)
+    x = torch.rand(64, 3, 8, 8)
+    y = crop_flip(x, padding=0)
+    flipped = [torch.equal(y[i], x[i].flip(-1)) for i in range(64)]
+    same = [torch.equal(y[i], x[i]) for i in range(64)]
+    assert all(f or s for f, s in zip(flipped, same))
+    assert 10 < sum(flipped) < 54  # about half the images are mirrored
+
+
+def test_crop_flip_shifts_within_padding():
+    x = torch.zeros(1, 1, 16, 16)
+    x[0, 0, 8, 8] = 1.0
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        y = crop_flip(x, gen, padding=4)
+        assert y.shape == x.shape
+        r, c = (y[0, 0] == 1).nonzero()[0].tolist()
+        assert abs(r - 8) <= 4 and (abs(c - 8) <= 4 or abs(c - 7) <= 4)
+
+
+def test_crop_flip_rejects_bad_input():
+    with pytest.raises(ValueError, match="B, C, H, W"):
+        crop_flip(torch.zeros(3, 8, 8))
+    with pytest.raises(ValueError, match="padding"):
+        crop_flip(torch.zeros(1, 3, 8, 8), padding=-1)
+
+
+def test_augment_field_is_checked():
+    assert TrainConfig().augment == "none"
+    with pytest.raises(ValueError, match="augment"):
+        TrainConfig(augment="rotate")
+
+
+def test_run_writes_every_arm_and_seed(tmp_path):
+    out = tmp_path / "reg.json"
+    regularisation.main(["--seeds", "0", "1", "--steps", "4", "--train-size", "64",
+                         "--arms", "none", "DropPath 0.1", "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert list(data["results"]) == ["none", "DropPath 0.1"]
+    assert [r["seed"] for r in data["results"]["none"]] == [0, 1]
+    summary = regularisation.summarise(data)
+    assert summary["none"]["n"] == 2
+    assert summary["none"]["min"] <= summary["none"]["mean"] <= summary["none"]["max"]
+
+
+def test_run_rejects_unknown_arm_and_no_seeds():
+    with pytest.raises(ValueError, match="unknown arm"):
+        regularisation.run([0], ["dropout 0.5"])
+    with pytest.raises(ValueError, match="seed"):
+        regularisation.run([])
+
+
+def test_the_shipped_comparison_is_the_current_experiment():
+    """The JSON chapter 9 reads was made with today's budget and arms, every arm on the same seeds."""
+    from vit_edu.train import CHECKPOINTS
+
+    data = json.loads((CHECKPOINTS / "regularisation.json").read_text())
+    assert data["budget"] == regularisation.BUDGET and data["arms"] == regularisation.ARMS
+    seeds = [[r["seed"] for r in rows] for rows in data["results"].values()]
+    assert list(data["results"]) == list(regularisation.ARMS) and all(s == seeds[0] for s in seeds)
+    assert len(seeds[0]) >= 3
+    assert all(0 <= r["test_accuracy"] <= 1 for rows in data["results"].values() for r in rows)
