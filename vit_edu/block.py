@@ -30,14 +30,19 @@ class MLP(nn.Module):
         return self.drop(self.fc2(self.drop(h)))  # (B, S, D)
 
 
+def _check_rate(rate: float) -> None:
+    """Stochastic depth's rate is a probability of dropping, and dropping always (rate 1) leaves nothing to scale."""
+    if not 0.0 <= rate < 1.0:
+        raise ValueError(f"drop path rate must be in [0, 1), got {rate}")
+
+
 def drop_path(x: torch.Tensor, rate: float, training: bool) -> torch.Tensor:
     """Stochastic depth: zero a whole sample's residual branch with probability ``rate``, scale the rest by 1/(1-rate).
 
     ``x`` is a branch output ``(B, ...)``; one Bernoulli draw per sample keeps E[output] = x. Identity (and no
     random draw) when ``rate == 0`` or not ``training``.
     """
-    if not 0.0 <= rate < 1.0:
-        raise ValueError(f"drop path rate must be in [0, 1), got {rate}")
+    _check_rate(rate)
     if rate == 0.0 or not training:
         return x
     keep = 1.0 - rate
@@ -50,8 +55,7 @@ class DropPath(nn.Module):
 
     def __init__(self, rate: float = 0.0) -> None:
         super().__init__()
-        if not 0.0 <= rate < 1.0:
-            raise ValueError(f"drop path rate must be in [0, 1), got {rate}")
+        _check_rate(rate)
         self.rate = float(rate)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -63,8 +67,7 @@ class DropPath(nn.Module):
 
 def drop_path_rates(rate: float, depth: int) -> list[float]:
     """The per-block rates of DeiT/timm: linear from 0 (first block) to ``rate`` (last block)."""
-    if not 0.0 <= rate < 1.0:
-        raise ValueError(f"drop path rate must be in [0, 1), got {rate}")
+    _check_rate(rate)
     if depth < 1:
         raise ValueError(f"depth must be >= 1, got {depth}")
     if depth == 1:

@@ -104,22 +104,20 @@ def pretrained_vit_b16(weights_path: str | os.PathLike | None = None, download: 
     """
     from torchvision.models import ViT_B_16_Weights, vit_b_16
 
-    if weights_path is None and not download:
-        raise ValueError("pretrained_vit_b16 needs weights_path=<a saved state dict> or download=True "
-                         "(nothing is downloaded unless you ask)")
-    if weights_path is not None:
-        path = Path(weights_path)
-        if not path.is_file():
-            hint = "" if download else "; pass download=True to fetch torchvision's IMAGENET1K_V1 weights instead"
-            if not download:
-                raise ValueError(f"no weights file at {str(path)!r}{hint}")
-        else:
-            tv = vit_b_16(weights=None)
-            state = torch.load(path, map_location="cpu", weights_only=True)
-            try:
-                tv.load_state_dict(state)
-            except RuntimeError as err:
-                raise ValueError(f"{str(path)!r} is not a torchvision ViT-B/16 state dict: {err}") from err
-            return from_torchvision(tv.eval()).eval()
+    path = None if weights_path is None else Path(weights_path)
+    if path is not None and path.is_file():
+        tv = vit_b_16(weights=None)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            tv.load_state_dict(state)
+        except RuntimeError as err:
+            raise ValueError(f"{str(path)!r} is not a torchvision ViT-B/16 state dict: {err}") from err
+        return from_torchvision(tv.eval()).eval()
+    if not download:
+        if path is None:
+            raise ValueError("pretrained_vit_b16 needs weights_path=<a saved state dict> or download=True "
+                             "(nothing is downloaded unless you ask)")
+        raise ValueError(f"no weights file at {str(path)!r}; pass download=True to fetch torchvision's "
+                         "IMAGENET1K_V1 weights instead")
     tv = vit_b_16(weights=ViT_B_16_Weights.IMAGENET1K_V1)
     return from_torchvision(tv.eval()).eval()
