@@ -6,9 +6,9 @@ STAMP := $(VENV)/.installed
 # Same thread count everywhere, so executed outputs and nbval agree. (Kernels keep the inline plot backend.)
 export OMP_NUM_THREADS := 2
 export PYTHONHASHSEED := 0
-NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -not -path 'book/homework/student/*' | sort)
-# Homework: otter-assign masters (with solutions) -> student notebooks + autograder zips (make homework).
-HOMEWORK := $(sort $(wildcard book/homework/hw*.ipynb))
+NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' -not -path 'book/homework/student/*' -not -path 'book/homework/instructor/*' | sort)
+# Homework: otter-assign masters (with solutions) and their hidden checks -> student notebooks + autograder zips.
+HOMEWORK := $(sort $(wildcard book/homework/hw*.ipynb) $(wildcard book/homework/hidden/*))
 HOMEWORK_BUILT := _build/homework/.built
 SUBMISSIONS ?=
 # make book REPOSITORY_URL=https://github.com/OWNER/REPO: launch buttons for that repository (default: _config.yml's).
@@ -19,7 +19,7 @@ MATHJAX := book/_static/mathjax/.copied
 ORT := book/_static/ort/.copied
 TRYIT := book/_static/tryit/shapes_vit.onnx
 
-.PHONY: book test unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework grade book-instructor test-homework
+.PHONY: book test unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework grade book-instructor test-homework bench-grade
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -109,32 +109,45 @@ checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json
 	$(PY) -m vit_edu.train_bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.attention_cost --out vit_edu/checkpoints/attention_cost.json
 
-# Student notebooks (no solutions, no hidden tests) for the site and for students, and the autograder zips.
-$(HOMEWORK_BUILT): $(STAMP) $(HOMEWORK) vit_edu/grade.py
-	rm -rf _build/homework/student _build/homework/autograder _build/homework/dist book/homework/student
-	$(PY) -m vit_edu.grade --build book/homework _build/homework
-	mkdir -p book/homework/student && cp _build/homework/student/*.ipynb book/homework/student/
+# Student notebooks (no solutions, no hidden tests) for the site and for students, the autograder zips, and the
+# masters with their hidden tests for the instructor's site.
+$(HOMEWORK_BUILT): $(STAMP) $(HOMEWORK) $(wildcard vit_edu/homework/*.py vit_edu/homework/feedback/*.py)
+	rm -rf _build/homework book/homework/student book/homework/instructor
+	$(PY) -m vit_edu.homework.build book/homework _build/homework
+	mkdir -p book/homework/student book/homework/instructor
+	cp _build/homework/student/*.ipynb book/homework/student/
+	cp _build/homework/masters/*.ipynb book/homework/instructor/
 	touch $@
 
 homework: $(HOMEWORK_BUILT)
 	@echo "Student notebooks: _build/homework/student; autograders: _build/homework/autograder"
 
-# make grade SUBMISSIONS=folder [GRADES=file.csv]: one CSV row per notebook; the folder is never modified.
+# make grade SUBMISSIONS=folder [GRADES=file.csv] [JOBS=2]: one CSV row and one feedback file per notebook, each
+# graded in its own bubblewrap sandbox; the folder is never modified.
+JOBS ?= 1
 grade: $(HOMEWORK_BUILT)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks [GRADES=grades.csv]"; exit 2; }
-	$(PY) -m vit_edu.grade "$(SUBMISSIONS)" --autograder-dir _build/homework/autograder --out "$(GRADES)"
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks [GRADES=grades.csv] [JOBS=2]"; exit 2; }
+	$(PY) -m vit_edu.homework.grade "$(SUBMISSIONS)" --autograder-dir _build/homework/autograder --out "$(GRADES)" \
+	  --jobs $(JOBS)
 
 # The site with the homework masters (solutions, hidden tests) in place of the student pages.
 book-instructor: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
-	sed 's#book/homework/student/#book/homework/#' _toc.yml > _build/homework/instructor_toc.yml
+	sed 's#book/homework/student/#book/homework/instructor/#' _toc.yml > _build/homework/instructor_toc.yml
 	$(VENV)/bin/jupyter-book build . --toc _build/homework/instructor_toc.yml --path-output _build/instructor \
 	  --all --warningiserror --keep-going
 	@echo "The instructor site is in $(CURDIR)/_build/instructor/_build/html"
 
 # The homework tests alone (they are also part of make unit / make test).
 test-homework: $(STAMP)
-	$(PY) -m pytest tests/test_homework.py -q -p no:cacheprovider --timeout=600
+	$(PY) -m pytest tests/test_homework.py tests/test_gradescope.py 'tests/test_feedback_*.py' -q -p no:cacheprovider \
+	  --timeout=900
+
+# Grading throughput (--jobs 1 and 2), memory per submission and the sandbox's start-up cost (a benchmark).
+bench-grade: $(HOMEWORK_BUILT)
+	$(PY) tests/bench_grade.py
 
 clean:
-	rm -rf _build book/_static/mathjax book/_static/ort book/_static/tryit/*.onnx book/_static/tryit/*.json book/homework/student node_modules
+	rm -rf _build book/_static/mathjax book/_static/ort book/_static/tryit/*.onnx book/_static/tryit/*.json book/homework/student \
+	  book/homework/instructor node_modules

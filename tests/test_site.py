@@ -214,3 +214,17 @@ def test_search_finds_chinese_and_english_terms(browser, server, query):
         assert not problems, "\n".join(problems)
     finally:
         page.close()
+
+
+def test_no_hidden_homework_value_on_the_site():
+    """The site (pages, their sources, downloads) holds the student notebooks only: no hidden input, no key."""
+    from hidden_values import leaks
+
+    names = sorted(p.stem for p in (ROOT / "book" / "homework").glob("hw*.ipynb"))
+    files = [p for p in SITE.rglob("*") if p.is_file() and p.suffix in (".html", ".ipynb", ".md", ".txt", ".json",
+                                                                          ".py") and "_static" not in p.parts]
+    assert any("hw1_tokens" in p.name for p in files), "the homework pages are on the site"
+    for path in files:
+        found = leaks(path.read_text(errors="replace"), names)
+        assert not found, f"{path.relative_to(SITE)} holds hidden values {found}"
+    assert not list(SITE.rglob("hidden_*")) and not list(SITE.rglob("*_key.json"))

@@ -1,54 +1,65 @@
-"""Grade a folder of homework notebooks with otter-grader: one CSV row per submission, one column per question.
+"""Grade a folder of homework notebooks: one CSV row and one feedback file per submission.
 
-``python -m vit_edu.grade SUBMISSIONS --autograder-dir _build/homework/autograder --out grades.csv``
-(``make grade SUBMISSIONS=dir`` after ``make homework``). Each notebook is graded by ``otter run``'s own code
-(``otter.run.main``: no Docker) against ``<assignment>.zip``; what otter does not do is wrapped around it:
+``python -m vit_edu.homework.grade SUBMISSIONS --autograder-dir _build/homework/autograder --out grades.csv``
+(``make grade SUBMISSIONS=dir`` after ``make homework``). Each submission is graded in a worker process of its own:
 
-- Submissions are only read: each is copied into a fresh temporary folder and graded there.
-- Each submission is graded in its own worker process (``python -m vit_edu.grade --worker``), in its own
-  session, with a wall-clock timeout and an address-space limit (``RLIMIT_AS``) that the Jupyter kernel
-  inherits, so an endless loop or a huge allocation fails that submission's cell, never the grader.
-- Per-cell timeout: otter runs the notebook with nbconvert's ``ExecutePreprocessor`` and no timeout. The
-  worker swaps in a subclass that interrupts a cell after ``--cell-timeout`` seconds and records which
-  cell is running. A cell that kills the kernel (a crash, ``os.kill``) or ignores the interrupt is replaced
-  in the copy by a ``raise`` and the submission is graded again (at most ``Limits.retries`` times).
-- Per-test time limit: otter runs the test cases in the kernel with no limit, and a ``SystemExit`` or
-  ``KeyboardInterrupt`` raised in a test escapes and loses every result. A first cell inserted into the copy
-  calls :func:`install_guards`, which runs each test case under ``SIGALRM`` (``--test-timeout``), scores any
-  exception as a failed test case, turns ``os._exit`` into ``SystemExit`` and keeps the kernel alive after
-  ``exit()`` or ``quit()``.
+1. The folder is snapshot first: every notebook is read into a private copy, and grading reads only that copy.
+2. The notebook is read without running it (:mod:`~vit_edu.homework.scan`): tampering flags the submission, an
+   answer that names its reference scores 0 for that question.
+3. Its cells run in a Jupyter kernel inside a bubblewrap sandbox (:mod:`~vit_edu.homework.sandbox`), with time
+   limits per cell and per submission and a memory limit. A cell that runs past its limit or stops the kernel is
+   replaced by a ``raise`` and the notebook runs again (at most ``Limits.retries`` times).
+4. After the last cell the grader sends one more cell, the hidden probes (their source never lies on the
+   sandbox's disk), and takes the plain data they return from that cell's output.
+5. The judges compare that data with the reference in the worker's own process, with the answer key, which
+   never enters the sandbox (:mod:`~vit_edu.homework.cases`).
 
-Not a sandbox: a submission runs as the grading user and can read or write any file that user can.
-Grade untrusted work as a user that owns nothing else (or in a container).
+``--no-sandbox`` runs the kernel as a plain process (for machines without bubblewrap): then a submission can read
+and write whatever the grading user can.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import csv
+import importlib.util
+import io
 import json
 import os
-import resource
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import nbformat
 
-from vit_edu.launch import TAG as SETUP_TAG
+from vit_edu.homework import cases as cases_module
+from vit_edu.homework import scan
+from vit_edu.homework.sandbox import SandboxKernelManager, bwrap_problem
 
-INDEX_KEY = "vit_edu_grade_index"  # cell metadata: the cell's index in the submission as handed in
+PROBE_MIME = "application/vnd.vit-edu.probe+base64"
+# otter's own cells in a student notebook: the grader's probe runs the public checks itself, under its time limit.
+OTTER_CHECK = re.compile(r'grader\.check\("\w+"\)|grader\.check_all\(\)|grader\.export\(.*\)')
+# Run before the submission's first cell: `exit()`/`quit()` would end the kernel after their cell (and blame the
+# next one), `os._exit` would kill it; make them raise instead, so only their own cell fails.
 PRELUDE = (
-    "# Inserted by vit_edu.grade, not part of the submission.\n"
-    "from vit_edu.grade import install_guards\n"
-    "install_guards({test_timeout})\n"
+    "# Sent by vit_edu.homework.grade before the submission's cells.\n"
+    "import os as _os\n"
+    "def _no_exit(*args):\n"
+    "    raise SystemExit(f'os._exit{args} is not allowed while grading')\n"
+    "_os._exit = _no_exit\n"
+    "get_ipython().ask_exit = lambda: None\n"
 )
 
 
@@ -56,335 +67,387 @@ PRELUDE = (
 class Limits:
     """Time and memory limits for grading one submission."""
 
-    timeout: float = 300.0  # wall clock for one grading attempt, kernel start-up included
+    timeout: float = 300.0  # wall clock for one run of the notebook, kernel start-up included
     cell_timeout: int = 60  # one notebook cell
-    test_timeout: float = 20.0  # one test case
-    memory_mb: int = 6144  # address space of the worker and its kernel (PyTorch alone maps ~3.5 GB)
-    retries: int = 2  # regrades after removing a cell that killed the kernel or ignored the interrupt
+    test_timeout: float = 20.0  # one hidden check
+    memory_mb: int = 6144  # address space of the sandbox (PyTorch alone maps ~3.5 GB)
+    retries: int = 2  # runs again after removing a cell that ran past its limit or stopped the kernel
+    file_mb: int = 256  # the largest file the submission may write
 
 
 @dataclass
 class Row:
-    """One submission's grading result: one CSV row."""
+    """One submission's grading result: one CSV row, one feedback file."""
 
     submission: str
     assignment: str = ""
     status: str = "failed"
     error: str = ""
-    scores: dict[str, float] = field(default_factory=dict)
-    possible: dict[str, float] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    questions: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: float = 0.0
+    peak_mb: float = 0.0  # the kernel's largest resident memory, as it reports it (a figure for tuning limits)
+
+    @property
+    def total(self) -> float:
+        return sum(q["score"] for q in self.questions.values())
+
+    @property
+    def possible(self) -> float:
+        return sum(q["possible"] for q in self.questions.values())
 
 
-# ---------------------------------------------------------------- inside the grading kernel
+# ---------------------------------------------------------------- an assignment's hidden checks
 
 
-class TestTimeout(Exception):
-    """A test case ran past the per-test time limit."""
+@dataclass
+class Assignment:
+    """The hidden checks of one assignment, read from its autograder zip into the grader's own memory."""
+
+    name: str
+    module: ModuleType
+    source: str
+    key: Any
+
+    @property
+    def cases(self) -> cases_module.Cases:
+        return self.module.cases
+
+    @classmethod
+    def from_zip(cls, path: Path) -> Assignment:
+        name = path.stem
+        with zipfile.ZipFile(path) as z:
+            source = z.read(f"files/hidden_{name}.py").decode()
+            key_name = f"files/hidden_{name}_key.json"
+            key = json.loads(z.read(key_name)) if key_name in z.namelist() else None
+        return cls(name, load_module(f"hidden_{name}", source), source, key)
 
 
-def install_guards(test_timeout: float) -> None:
-    """In the grading kernel: a time limit per test case, any exception a failed case, ``os._exit`` an error."""
-    from otter.test_files.abstract_test import TestCaseResult
-    from otter.test_files.exception_test import ExceptionTestFile
-
-    def _no_exit(*args: Any) -> None:
-        raise SystemExit(f"os._exit{args} is not allowed while grading")
-
-    os._exit = _no_exit  # type: ignore[assignment]
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is not None:  # exit() and quit() would end the kernel after the cell: make them do nothing
-        shell.ask_exit = lambda: None
-
-    def run(self: ExceptionTestFile, global_environment: dict[str, Any]) -> None:
-        self.test_case_results = []
-        for tc in self.test_cases:
-            passed, message = run_test_case(tc.body, global_environment, test_timeout)
-            self.test_case_results.append(TestCaseResult(test_case=tc, message=message, passed=passed))
-
-    ExceptionTestFile.run = run
+def load_module(name: str, source: str) -> ModuleType:
+    """A module made from ``source`` (not registered in ``sys.modules``)."""
+    spec = importlib.util.spec_from_loader(name, loader=None)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
 
 
-def run_test_case(case: Any, env: dict[str, Any], seconds: float) -> tuple[bool, str]:
-    """Run one otter ``test_case`` under ``SIGALRM``; return ``(passed, message)``, never raise."""
+def probe_cell(assignment: Assignment, test_timeout: float) -> str:
+    """The cell the grader runs after the submission's last cell: the probes, sent as source, data back."""
+    cases_source = Path(cases_module.__file__).read_text()
+    return (
+        "# Sent by vit_edu.homework.grade after the submission's cells.\n"
+        "import base64 as _b64, io as _io, resource as _resource, sys as _sys, types as _types\n"
+        "import torch as _torch\n"
+        "from IPython.display import display as _display\n"
+        "def _grading_module(_name, _source):\n"
+        "    _m = _types.ModuleType(_name)\n"
+        "    _sys.modules[_name] = _m\n"
+        "    exec(compile(_source, '<' + _name + '>', 'exec'), _m.__dict__)\n"
+        "    return _m\n"
+        f"_grading_module('vit_edu.homework.cases', {cases_source!r})\n"
+        f"_hidden = _grading_module({'hidden_' + assignment.name!r}, {assignment.source!r})\n"
+        "_buffer = _io.BytesIO()\n"
+        f"_result = _hidden.cases.probe_all(globals(), {test_timeout!r})\n"
+        "_result['peak_mb'] = _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "_torch.save(_result, _buffer)\n"
+        f"_display({{{PROBE_MIME!r}: _b64.b64encode(_buffer.getvalue()).decode()}}, raw=True)\n"
+    )
 
-    def _alarm(signum: int, frame: Any) -> None:
-        raise TestTimeout(f"the test ran longer than {seconds:g} s: is there an endless loop?")
 
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+# ---------------------------------------------------------------- running a notebook in the sandbox
+
+
+def _client_class() -> type:
+    """nbclient's client, keeping no output but the probe's (a flood of prints costs time, never memory)."""
+    from nbclient import NotebookClient
+
+    class QuietClient(NotebookClient):  # type: ignore[misc, valid-type]
+        def output(self, outs, msg, display_id, cell_index):  # type: ignore[no-untyped-def]
+            data = msg.get("content", {}).get("data", {})
+            if msg["msg_type"] == "display_data" and PROBE_MIME in data:
+                return super().output(outs, msg, display_id, cell_index)
+            return None
+
+    return QuietClient
+
+
+def _kill_group(pid: int) -> None:
+    """Kill a process group (the sandbox and all in it: bwrap's PID namespace ends with it)."""
     try:
-        case.call_func(env)
-        return True, "✅ Test case passed"
-    except BaseException as e:  # noqa: BLE001 — SystemExit, KeyboardInterrupt: a failed case, not a lost run
-        return False, f"❌ Test case failed\n{type(e).__name__}: {e}"
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_notebook(nb: nbformat.NotebookNode, probe: str, work: Path, limits: Limits,
+                 sandboxed: bool) -> tuple[dict[str, Any] | None, int | None, str]:
+    """Run every code cell, then the probe: ``(probe data, index of a cell to remove, why)``."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    import torch
+
+    km = SandboxKernelManager(work, sandboxed=sandboxed, memory_mb=limits.memory_mb, file_mb=limits.file_mb)
+    cells = [nbformat.v4.new_code_cell(PRELUDE), *nb.cells, nbformat.v4.new_code_cell(probe)]
+    run = nbformat.from_dict({**nb, "cells": cells})  # the submission's cell i is run's cell i + 1
+    client = _client_class()(run, km=km, allow_errors=True, interrupt_on_timeout=False, startup_timeout=120)
+    start = time.monotonic()
+    with client.setup_kernel(**km.launch_options()):
+        # Whatever the kernel does (a hang inside the protocol included), the whole run ends at its deadline.
+        watchdog = threading.Timer(limits.timeout, _kill_group, args=(km.provisioner.pid,))
+        watchdog.start()
+        try:
+            for i, cell in enumerate(run.cells):
+                if cell.cell_type != "code" or OTTER_CHECK.fullmatch(cell.source.strip()):
+                    continue
+                left = limits.timeout - (time.monotonic() - start)
+                is_probe = i == len(run.cells) - 1
+                where = None if i == 0 or is_probe else i - 1
+                if left <= 1:
+                    return None, where, f"was reached after {limits.timeout:g} s, the limit for the notebook"
+                client.timeout = int(left if is_probe else min(left, limits.cell_timeout))
+                try:
+                    client.execute_cell(cell, i)
+                except CellTimeoutError:
+                    return None, where, f"ran past {client.timeout} s"
+                except DeadKernelError:
+                    if not watchdog.is_alive():
+                        return None, where, f"was running when the notebook reached {limits.timeout:g} s"
+                    return None, where, "stopped the kernel"
+        finally:
+            watchdog.cancel()
+    for out in run.cells[-1].outputs:
+        if PROBE_MIME in out.get("data", {}):
+            raw = base64.b64decode(out["data"][PROBE_MIME])
+            return torch.load(io.BytesIO(raw), weights_only=True), None, ""
+    return None, None, "the grading step returned nothing"
+
+
+def grade_notebook(path: Path, assignment: Assignment, limits: Limits, sandboxed: bool) -> Row:
+    """Scan, run and judge one notebook (in a worker process); never raises."""
+    row = Row(submission=path.name, assignment=assignment.name)
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+        nbformat.validate(nb)
+    except Exception as e:  # noqa: BLE001 — not JSON, not a notebook
+        row.error = f"not a readable notebook: {type(e).__name__}: {str(e)[:200]}"
+        return row
+    named = nb.metadata.get("otter", {}).get("assignment_name", assignment.name)
+    if named != assignment.name:
+        row.error = f"this notebook is homework {named!r}, not {assignment.name!r}"
+        return row
+    cases = assignment.cases
+    row.flags = [str(f) for f in scan.tampering(nb)]
+    disqualified = {q: "; ".join(str(f) for f in found) for q, found in
+                    scan.reference_uses(nb, cases.answers, cases.references).items()}
+    probe = probe_cell(assignment, limits.test_timeout)
+    probed: dict[str, Any] | None = None
+    removed: list[str] = []
+    why = ""
+    work = Path(tempfile.mkdtemp(prefix="vit_edu_grade_"))
+    try:
+        for _ in range(0 if row.flags else limits.retries + 1):  # a flagged notebook is not run: it scores 0
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            nbformat.write(nb, str(work / f"{assignment.name}.ipynb"))  # otter's init cell reads it
+            probed, cell, why = run_notebook(nb, probe, work, limits, sandboxed)
+            if probed is not None or cell is None:
+                break
+            removed.append(f"cell {cell} {why}")
+            nb.cells[cell].source = f"raise RuntimeError('vit_edu.homework.grade removed this cell: it {why}')"
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-# ---------------------------------------------------------------- the worker process
-
-
-def _worker(notebook: str, autograder: str, result_path: str, progress_path: str, cell_timeout: int) -> None:
-    """Grade one prepared notebook with ``otter.run.main``; write scores (or the error) as JSON."""
-    import nbconvert.preprocessors as preprocessors
-    from traitlets import Integer
-
-    base = preprocessors.ExecutePreprocessor
-
-    class LimitedExecutePreprocessor(base):  # type: ignore[misc, valid-type]
-        """nbconvert's executor with a per-cell timeout that interrupts the kernel; notes the running cell."""
-
-        timeout = Integer(cell_timeout, allow_none=True).tag(config=True)
-
-        last_cell: int | None = None  # the last submission cell started (otter adds cells of its own)
-
-        def preprocess_cell(self, cell: Any, resources: Any, index: int) -> Any:
-            pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
-            if cell.cell_type == "code" and isinstance(cell.metadata.get(INDEX_KEY), int):
-                self.last_cell = cell.metadata[INDEX_KEY]
-            Path(progress_path).write_text(json.dumps({"cell": self.last_cell, "kernel_pid": pid}))
-            return super().preprocess_cell(cell, resources, index)
-
-    LimitedExecutePreprocessor.interrupt_on_timeout = True
-    preprocessors.ExecutePreprocessor = LimitedExecutePreprocessor  # otter imports it at call time
-    from otter.run import main as otter_run
-
-    out: dict[str, Any] = {}
-    try:
-        results = otter_run(notebook, autograder=autograder, output_dir=None, no_logo=True)
-        if results.has_catastrophic_failure():
-            out["error"] = f"otter could not grade: {results.summary()}"
-        out["questions"] = {
-            name: {
-                "score": float(tf.score),
-                "possible": float(tf.possible),
-                "failed": [r.message for r in tf.test_case_results if not r.passed],
-            }
-            for name, tf in results.results.items()
-        }
-    except BaseException as e:  # noqa: BLE001 — report any failure to the parent
-        out["error"] = f"{type(e).__name__}: {e}".strip()
-        progress = json.loads(Path(progress_path).read_text()) if Path(progress_path).exists() else {}
-        out["cell"] = progress.get("cell")
-    Path(result_path).write_text(json.dumps(out))
+        shutil.rmtree(work, ignore_errors=True)
+    if removed:
+        row.notes.append(f"removed {', '.join(removed)}")
+    if probed is None and not row.flags:
+        row.error = f"could not grade: {why}"
+    probed = probed or {}
+    if row.flags:
+        disqualified = {q: "flagged for review: " + "; ".join(row.flags) for q in cases.questions()}
+    verdicts = cases.judge_all(probed, assignment.key, disqualified)
+    peak = probed.get("peak_mb")
+    row.peak_mb = round(float(peak), 1) if isinstance(peak, (int, float)) else 0.0
+    row.questions = {q: asdict(v) for q, v in verdicts.items()}
+    if not row.flags:
+        row.notes += [f"{q}: {m}" for q, m in disqualified.items()]
+        row.notes += [f"{q}: {d.split(': ', 1)[1]}" for q, v in verdicts.items() for d in v.detail
+                      if "called the book's reference" in d]
+    row.status = "flagged" if row.flags else "graded" if probed else "failed"
+    return row
 
 
 # ---------------------------------------------------------------- the parent
 
 
-def assignment_of(notebook: Path, assignments: list[str]) -> str | None:
+def assignment_of(notebook: Path, names: list[str]) -> str | None:
     """The assignment a notebook belongs to: otter's metadata name, else the longest name in the file name."""
     try:
         name = json.loads(notebook.read_text()).get("metadata", {}).get("otter", {}).get("assignment_name")
     except (ValueError, UnicodeDecodeError, AttributeError):
         name = None
-    if name in assignments:
+    if name in names:
         return name
-    matches = [a for a in assignments if a in notebook.stem]
+    matches = [a for a in names if a in notebook.stem]
     return max(matches, key=len) if matches else None
 
 
-def prepare(source: Path, dest: Path, assignment: str, test_timeout: float) -> nbformat.NotebookNode:
-    """Copy a submission to ``dest``: cells tagged with their index, the guard cell first, the assignment named.
-
-    A notebook without otter's assignment name (a master) gets ``assignment``; one with another name keeps
-    it, and otter refuses to grade it against the wrong autograder.
-    """
-    nb = nbformat.read(str(source), as_version=4)
-    nb.metadata.setdefault("otter", {}).setdefault("assignment_name", assignment)
-    for i, cell in enumerate(nb.cells):
-        cell.metadata[INDEX_KEY] = i
-    guard = nbformat.v4.new_code_cell(PRELUDE.format(test_timeout=test_timeout))
-    nb.cells.insert(0, guard)
-    nbformat.write(nb, str(dest))
-    return nb
+def _worker_cmd(notebook: Path, autograder: Path, out: Path, limits: Limits, sandboxed: bool) -> list[str]:
+    return [sys.executable, "-m", "vit_edu.homework.grade", "--worker", str(notebook), str(autograder), str(out),
+            json.dumps(asdict(limits)), "1" if sandboxed else "0"]
 
 
-def _limit_memory(megabytes: int) -> None:
-    """``preexec_fn``: cap the address space of the worker and everything it starts."""
-    limit = megabytes * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-
-def _kill(proc: subprocess.Popen, progress: Path) -> None:
-    """Kill the worker's process group and the kernel it started (a session of its own)."""
-    groups = [proc.pid]
-    try:
-        pid = json.loads(progress.read_text()).get("kernel_pid")
-        if isinstance(pid, int):
-            groups.append(pid)
-    except (OSError, ValueError):
-        pass
-    for group in groups:
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    proc.wait()
-
-
-def _attempt(notebook: Path, autograder: Path, work: Path, limits: Limits) -> dict[str, Any]:
-    """Run one worker; return its JSON result, or a timeout/crash description with the running cell."""
-    result, progress, log = work / "result.json", work / "progress.json", work / "worker.log"
-    for path in (result, progress):
-        path.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "vit_edu.grade", "--worker", str(notebook), str(autograder), str(result),
-           str(progress), str(limits.cell_timeout)]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=work, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=lambda: _limit_memory(limits.memory_mb))
-        try:
-            proc.wait(timeout=limits.timeout)
-        except subprocess.TimeoutExpired:
-            _kill(proc, progress)
-            cell = json.loads(progress.read_text()).get("cell") if progress.exists() else None
-            return {"error": f"grading ran past {limits.timeout:g} s", "cell": cell, "timeout": True}
-    if result.exists():
-        return json.loads(result.read_text())
-    tail = log.read_text(errors="replace")[-500:] if log.exists() else ""
-    return {"error": f"the grading process exited with status {proc.returncode}: {tail}"}
-
-
-def grade_one(submission: Path, autograder: Path, limits: Limits) -> Row:
-    """Grade one notebook in a temporary copy; never raises, never touches ``submission``."""
-    row = Row(submission=submission.name, assignment=autograder.stem)
+def grade_one(notebook: Path, autograder: Path, limits: Limits, sandboxed: bool = True) -> Row:
+    """Grade one (snapshot) notebook in a worker process of its own; never raises."""
     start = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="vit_edu_grade_"))
-    try:
-        copy = work / "submission" / submission.name
-        copy.parent.mkdir()
+    with tempfile.TemporaryDirectory(prefix="vit_edu_worker_") as tmp:
+        out = Path(tmp) / "row.json"
+        budget = (limits.timeout + 30) * (limits.retries + 1) + 60
         try:
-            nb = prepare(submission, copy, autograder.stem, limits.test_timeout)
-        except Exception as e:  # noqa: BLE001 — not JSON, not a notebook: this row fails, the others go on
-            row.error = f"not a readable notebook: {type(e).__name__}: {e}"
-            return row
-        removed: list[str] = []
-        for _ in range(limits.retries + 1):
-            out = _attempt(copy, autograder, work, limits)
-            cell = out.get("cell")
-            if "questions" in out or not isinstance(cell, int):
-                break
-            why = "ran past the time limit" if out.get("timeout") else "stopped the kernel"
-            removed.append(f"cell {cell} {why}")
-            target = next(c for c in nb.cells if c.metadata.get(INDEX_KEY) == cell)
-            target.cell_type, target.outputs = "code", []
-            target.source = f"raise RuntimeError('vit_edu.grade removed this cell: it {why}')"
-            nbformat.write(nb, str(copy))
-        for name, q in out.get("questions", {}).items():
-            row.scores[name], row.possible[name] = q["score"], q["possible"]
-        notes = [f"removed {', '.join(removed)}"] if removed else []
-        if "questions" in out and "error" not in out:
-            row.status = "graded"
-        else:
-            notes.append(out.get("error", "unknown error"))
-        row.error = "; ".join(notes)
-        return row
-    finally:
-        row.seconds = round(time.monotonic() - start, 1)
-        shutil.rmtree(work, ignore_errors=True)
+            proc = subprocess.run(_worker_cmd(notebook, autograder, out, limits, sandboxed), cwd=tmp,
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=budget)
+            row = Row(**json.loads(out.read_text())) if out.exists() else Row(
+                notebook.name, autograder.stem, error=f"the grader's worker failed: "
+                f"{proc.stderr.decode(errors='replace')[-400:]}")
+        except subprocess.TimeoutExpired:
+            row = Row(notebook.name, autograder.stem, error=f"grading ran past {budget:g} s")
+    row.seconds = round(time.monotonic() - start, 1)
+    return row
 
 
-def grade_folder(folder: Path, autograder_dir: Path, *, assignment: str | None = None,
-                 limits: Limits = Limits(), jobs: int = 1) -> list[Row]:
-    """Grade every ``*.ipynb`` in ``folder`` (sorted, not recursive) against ``autograder_dir/<name>.zip``."""
-    zips = {z.stem: z.resolve() for z in sorted(autograder_dir.glob("*.zip"))}  # the worker runs elsewhere
+def snapshot(folder: Path, dest: Path) -> list[tuple[str, Path]]:
+    """Copy every ``*.ipynb`` of ``folder`` (sorted, not recursive) to ``dest`` under safe names, before grading."""
+    copies = []
+    for i, path in enumerate(sorted(folder.glob("*.ipynb"))):
+        if not path.is_file():
+            continue
+        safe = dest / f"{i:04d}_{re.sub(r'[^A-Za-z0-9_.-]', '_', path.name)}"
+        safe.write_bytes(path.read_bytes())
+        copies.append((path.name, safe))
+    return copies
+
+
+def grade_folder(folder: Path, autograder_dir: Path, *, assignment: str | None = None, limits: Limits = Limits(),
+                 jobs: int = 1, sandboxed: bool = True) -> list[Row]:
+    """Grade every ``*.ipynb`` in ``folder`` against ``autograder_dir/<assignment>.zip``; the folder is never changed."""
+    zips = {z.stem: z.resolve() for z in sorted(autograder_dir.glob("*.zip"))}
     if not zips:
         raise FileNotFoundError(f"no autograder zips in {autograder_dir}: run `make homework` first")
     if assignment is not None and assignment not in zips:
         raise ValueError(f"no autograder for assignment {assignment!r}; have {sorted(zips)}")
+    if sandboxed and (problem := bwrap_problem()):
+        raise RuntimeError(f"cannot grade in a sandbox: {problem}. Install bubblewrap, or pass --no-sandbox to "
+                           f"grade without one (a submission can then read and write what you can)")
+    with tempfile.TemporaryDirectory(prefix="vit_edu_snapshot_") as tmp:
+        copies = snapshot(folder, Path(tmp))
 
-    def one(notebook: Path) -> Row:
-        name = assignment or assignment_of(notebook, list(zips))
-        if name is None:
-            row = Row(notebook.name, error=f"cannot tell which homework this is ({', '.join(zips)}): "
-                                           f"pass --assignment")
-        else:
-            row = grade_one(notebook, zips[name], limits)
-        print(f"{row.submission}: {sum(row.scores.values()):g}/{sum(row.possible.values()):g} "
-              f"{row.status} {row.error} ({row.seconds:g} s)", flush=True)
-        return row
+        def one(item: tuple[str, Path]) -> Row:
+            original, copy = item
+            name = assignment or assignment_of(copy, list(zips))
+            if name is None:
+                row = Row(original, error=f"cannot tell which homework this is ({', '.join(zips)}): pass --assignment")
+            else:
+                row = grade_one(copy, zips[name], limits, sandboxed)
+                row.submission = original
+            print(f"{row.submission}: {row.total:g}/{row.possible:g} {row.status} {row.error} ({row.seconds:g} s)",
+                  flush=True)
+            return row
 
-    with ThreadPoolExecutor(max_workers=jobs) as pool:  # each job waits on its own worker process
-        return list(pool.map(one, sorted(folder.glob("*.ipynb"))))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:  # each job waits on its own worker process
+            return list(pool.map(one, copies))
 
 
 def write_csv(rows: list[Row], path: Path) -> None:
-    """One row per submission: name, assignment, status, error, one column per question, total, possible."""
-    questions = sorted({q for r in rows for q in r.possible})
+    """One row per submission: status, flags, notes, one column per question, total, possible, seconds."""
+    questions = sorted({q for r in rows for q in r.questions})
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["submission", "assignment", "status", "error", *questions, "total", "possible", "seconds"])
+        writer.writerow(["submission", "assignment", "status", "error", "flags", "notes", *questions, "total",
+                         "possible", "seconds", "peak_mb"])
         for r in rows:
-            cells = [f"{r.scores[q]:g}" if q in r.scores else "" for q in questions]
-            writer.writerow([r.submission, r.assignment, r.status, r.error, *cells,
-                             f"{sum(r.scores.values()):g}", f"{sum(r.possible.values()):g}", r.seconds])
+            cells = [f"{r.questions[q]['score']:g}" if q in r.questions else "" for q in questions]
+            writer.writerow([r.submission, r.assignment, r.status, r.error, "; ".join(r.flags), "; ".join(r.notes),
+                             *cells, f"{r.total:g}", f"{r.possible:g}", r.seconds, r.peak_mb])
 
 
-def build_homework(masters: Path, out: Path) -> list[str]:
-    """``otter assign`` every ``masters/hw*.ipynb``: ``out/student/<name>.ipynb`` and ``out/autograder/<name>.zip``."""
-    names = []
-    for master in sorted(masters.glob("hw*.ipynb")):
-        name = master.stem
-        dist = out / "dist" / name
-        shutil.rmtree(dist, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "otter", "assign", str(master.resolve()), str(dist.resolve())],
-                       check=True, stdout=subprocess.DEVNULL)
-        for sub, pattern, target in (("student", f"{name}.ipynb", f"{name}.ipynb"),
-                                     ("autograder", f"{name}-autograder_*.zip", f"{name}.zip")):
-            (found,) = sorted((dist / sub).glob(pattern))
-            (out / sub).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(found, out / sub / target)
-        student = out / "student" / f"{name}.ipynb"
-        nb = nbformat.read(str(student), as_version=4)
-        # The page opens with the title and instructions, then the set-up cell (it installs otter where it is
-        # missing), then otter's init cell, which otter assign puts first.
-        init = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Initialize Otter"))
-        setup = next(c for c in nb.cells if SETUP_TAG in c.metadata.get("tags", []))
-        nb.cells.remove(init)
-        nb.cells.insert(nb.cells.index(setup) + 1, init)
-        nbformat.write(nb, str(student))
-        names.append(name)
-    if not names:
-        raise FileNotFoundError(f"no hw*.ipynb masters in {masters}")
-    return names
+def feedback_markdown(row: Row) -> str:
+    """What a student may see: scores, public messages, the names of failed hidden checks (never their inputs)."""
+    lines = [f"# {row.assignment or 'Homework'}: feedback for {row.submission}", "",
+             f"**Score: {row.total:g} / {row.possible:g}**", ""]
+    if row.error:
+        lines += [f"The grader could not run everything: {row.error}.", ""]
+    if row.flags:
+        lines += ["Your notebook was set aside for your instructor to review, and scores 0 until then, because it "
+                  "reaches into what grading relies on:", "", *[f"- {f}" for f in row.flags], ""]
+    lines += ["| question | score | possible |", "|---|---|---|"]
+    lines += [f"| {q} | {v['score']:g} | {v['possible']:g} |" for q, v in row.questions.items()]
+    for q, v in row.questions.items():
+        if v["score"] == v["possible"] and not v["public"]:
+            continue
+        lines += ["", f"## {q}"]
+        if v["public"]:
+            lines += ["", "Public check: " + v["public"].replace("\n", " ")]
+        if v["failed"]:
+            lines += ["", "Hidden checks failed: " + ", ".join(v["failed"]) + "."]
+        for note in row.notes:
+            if note.startswith(f"{q}: "):
+                lines += ["", "Why: " + note.split(": ", 1)[1]]
+    return "\n".join(lines) + "\n"
+
+
+def write_feedback(rows: list[Row], folder: Path) -> list[Path]:
+    """One Markdown feedback file per row, named after the submission."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, row in enumerate(rows):
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(row.submission).stem) or "submission"
+        path = folder / f"{i:03d}_{stem}.md"
+        path.write_text(feedback_markdown(row))
+        paths.append(path)
+    return paths
+
+
+def _worker(argv: list[str]) -> None:
+    """``--worker NOTEBOOK ZIP OUT LIMITS SANDBOXED``: grade one notebook, write its row as JSON."""
+    notebook, autograder, out, limits, sandboxed = argv
+    row = grade_notebook(Path(notebook), Assignment.from_zip(Path(autograder)), Limits(**json.loads(limits)),
+                         sandboxed == "1")
+    Path(out).write_text(json.dumps(asdict(row)))
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Command line: grade a folder and write the CSV (or build the homework with ``--build``)."""
+    """Command line: grade a folder into a CSV and feedback files."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker"]:
-        notebook, autograder, result, progress, cell_timeout = argv[1:6]
-        _worker(notebook, autograder, result, progress, int(cell_timeout))
+        _worker(argv[1:])
         return
-    if argv[:1] == ["--build"]:
-        masters, out = map(Path, argv[1:3])
-        names = build_homework(masters, out)
-        print(f"{', '.join(names)}: student notebooks in {out / 'student'}, autograders in {out / 'autograder'}")
-        return
-    p = argparse.ArgumentParser(prog="python -m vit_edu.grade", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m vit_edu.homework.grade", description=__doc__.split("\n")[0])
     p.add_argument("submissions", type=Path, help="folder of .ipynb submissions (never modified)")
     p.add_argument("--autograder-dir", type=Path, default=Path("_build/homework/autograder"))
     p.add_argument("--assignment", help="grade every notebook as this assignment (default: from the notebook)")
     p.add_argument("--out", type=Path, default=Path("grades.csv"))
+    p.add_argument("--feedback", type=Path, help="folder for one feedback file per submission (default: next to --out)")
     d = Limits()
-    p.add_argument("--timeout", type=float, default=d.timeout, help="seconds per grading attempt")
+    p.add_argument("--timeout", type=float, default=d.timeout, help="seconds per run of a notebook")
     p.add_argument("--cell-timeout", type=int, default=d.cell_timeout, help="seconds per notebook cell")
-    p.add_argument("--test-timeout", type=float, default=d.test_timeout, help="seconds per test case")
+    p.add_argument("--test-timeout", type=float, default=d.test_timeout, help="seconds per hidden check")
     p.add_argument("--memory-mb", type=int, default=d.memory_mb, help="address-space limit per submission")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded at the same time")
+    p.add_argument("--no-sandbox", action="store_true", help="run kernels without bubblewrap (trusted work only)")
     args = p.parse_args(argv)
     if not args.submissions.is_dir():
         p.error(f"{args.submissions} is not a folder")
     limits = Limits(args.timeout, args.cell_timeout, args.test_timeout, args.memory_mb)
-    rows = grade_folder(args.submissions, args.autograder_dir, assignment=args.assignment, limits=limits,
-                        jobs=args.jobs)
+    try:
+        rows = grade_folder(args.submissions, args.autograder_dir, assignment=args.assignment, limits=limits,
+                            jobs=args.jobs, sandboxed=not args.no_sandbox)
+    except (RuntimeError, FileNotFoundError, ValueError) as e:
+        p.exit(2, f"{p.prog}: {e}\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(rows, args.out)
-    print(f"{len(rows)} submissions graded into {args.out}")
+    feedback = args.feedback or args.out.parent / f"{args.out.stem}_feedback"
+    write_feedback(rows, feedback)
+    print(f"{len(rows)} submissions graded into {args.out}; feedback files in {feedback}")
 
 
 if __name__ == "__main__":
