@@ -195,7 +195,8 @@ def run_notebook(nb: nbformat.NotebookNode, probe: str, work: Path, limits: Limi
     start = time.monotonic()
     with client.setup_kernel(**km.launch_options()):
         # Whatever the kernel does (a hang inside the protocol included), the whole run ends at its deadline.
-        watchdog = threading.Timer(limits.timeout, _kill_group, args=(km.provisioner.pid,))
+        pid = km.provisioner.pid
+        watchdog = threading.Timer(limits.timeout, _kill_group, args=(pid,))
         watchdog.start()
         try:
             for i, cell in enumerate(run.cells):
@@ -217,6 +218,8 @@ def run_notebook(nb: nbformat.NotebookNode, probe: str, work: Path, limits: Limi
                     return None, where, "stopped the kernel"
         finally:
             watchdog.cancel()
+            # nbclient leaves a kernel it was handed running: end it, and everything in its session, now.
+            _kill_group(pid)
     for out in run.cells[-1].outputs:
         if PROBE_MIME in out.get("data", {}):
             raw = base64.b64decode(out["data"][PROBE_MIME])
