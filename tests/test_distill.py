@@ -1,0 +1,201 @@
+"""vit_edu.variants.distill: the distillation token's model, the DeiT loss (hard and soft), the teacher's logits and a
+short distilled training run; and the shapes of the shipped results that chapter 15 reads."""
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from vit_edu.config import ViTConfig
+from vit_edu.model import VisionTransformer
+from vit_edu.train import CHECKPOINTS, TrainConfig
+from vit_edu.data import ImageSplit
+from vit_edu.variants.distill import (
+    DistilledViT,
+    distillation_loss,
+    soft_distillation_term,
+    teacher_logits,
+    train_distilled,
+)
+
+TINY = ViTConfig(image_size=16, patch_size=8, num_classes=3, embed_dim=16, depth=2, num_heads=2, mlp_dim=32)
+
+
+def model() -> DistilledViT:
+    torch.manual_seed(0)
+    m = DistilledViT(TINY)
+    for head in (m.head, m.head_dist):  # heads start at zero; give them weights so the two heads differ
+        torch.nn.init.normal_(head.weight, std=0.5)
+    return m
+
+
+def test_two_prefix_tokens_and_two_heads():
+    m, x = model(), torch.rand(5, 3, 16, 16)
+    assert m.seq_len == TINY.num_patches + 2 == 6
+    assert m.pos_embed.embedding.shape == (1, 6, 16)
+    m.train()
+    cls_logits, dist_logits = m(x)
+    assert cls_logits.shape == dist_logits.shape == (5, 3)
+    assert not torch.allclose(cls_logits, dist_logits)
+    m.eval()
+    heads = m.forward_heads(x)
+    torch.testing.assert_close(m(x), (heads[0] + heads[1]) / 2)  # test time: the average of the two heads
+    hidden, attentions = m.forward_layers(x)
+    assert hidden[-1].shape == (5, 6, 16) and attentions[0].shape == (5, 2, 6, 6)
+
+
+def test_a_fresh_student_predicts_zero_logits_and_has_one_token_more_than_the_vit():
+    torch.manual_seed(0)
+    student, vit = DistilledViT(TINY).eval(), VisionTransformer(TINY)
+    assert torch.equal(student(torch.rand(2, 3, 16, 16)), torch.zeros(2, 3))
+    extra = sum(p.numel() for p in student.parameters()) - sum(p.numel() for p in vit.parameters())
+    assert extra == 16 + 16 + (16 * 3 + 3)  # dist token, its position row, the second head
+
+
+def test_the_distillation_token_is_read_by_its_own_head():
+    """Changing the distillation head changes only the distillation logits."""
+    m, x = model(), torch.rand(2, 3, 16, 16)
+    before = m.forward_heads(x)
+    with torch.no_grad():
+        m.head_dist.bias += 1.0
+    after = m.forward_heads(x)
+    torch.testing.assert_close(after[0], before[0])
+    torch.testing.assert_close(after[1], before[1] + 1.0)
+
+
+def test_sincos_and_no_position_embedding():
+    import dataclasses
+
+    for kind in ("sincos", "none"):
+        m = DistilledViT(dataclasses.replace(TINY, pos_embed=kind)).eval()
+        assert m(torch.rand(1, 3, 16, 16)).shape == (1, 3)
+    table = DistilledViT(dataclasses.replace(TINY, pos_embed="sincos")).pos_embed.embedding
+    assert table.shape == (1, 6, 16) and torch.equal(table[0, :2], torch.zeros(2, 16))
+
+
+def test_mean_pooling_is_refused():
+    import dataclasses
+
+    with pytest.raises(ValueError, match="pool='cls'"):
+        DistilledViT(dataclasses.replace(TINY, pool="mean"))
+
+
+def logits(seed=0, b=6, k=4):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(b, k, generator=g) * 2, torch.randn(b, k, generator=g) * 2, torch.randint(0, k, (b,), generator=g),
+            torch.randn(b, k, generator=g) * 3)
+
+
+def test_hard_distillation_is_half_label_half_teacher_argmax():
+    c, d, y, t = logits()
+    expected = 0.5 * F.cross_entropy(c, y) + 0.5 * F.cross_entropy(d, t.argmax(1))
+    torch.testing.assert_close(distillation_loss(c, d, y, t, kind="hard"), expected)
+    # A teacher that always agrees with the labels turns hard distillation into plain cross-entropy.
+    teacher = F.one_hot(y, 4).float() * 10
+    torch.testing.assert_close(distillation_loss(c, c, y, teacher, kind="hard"), F.cross_entropy(c, y))
+
+
+def test_soft_distillation_matches_the_formula():
+    c, d, y, t = logits(1)
+    for tau in (0.5, 1.0, 3.0):
+        p_t = F.softmax(t / tau, 1)
+        kl = (p_t * (p_t.log() - F.log_softmax(d / tau, 1))).sum(1).mean()
+        expected = 0.3 * F.cross_entropy(c, y) + 0.7 * tau**2 * kl
+        torch.testing.assert_close(distillation_loss(c, d, y, t, kind="soft", alpha=0.7, tau=tau), expected)
+    assert soft_distillation_term(t, t, 2.0).abs() < 1e-6  # a student equal to its teacher pays nothing
+    torch.testing.assert_close(distillation_loss(c, d, y, t, kind="soft", alpha=0.0), F.cross_entropy(c, y))
+
+
+def test_no_teacher_is_the_mean_of_two_label_losses():
+    c, d, y, t = logits(2)
+    expected = (F.cross_entropy(c, y) + F.cross_entropy(d, y)) / 2
+    torch.testing.assert_close(distillation_loss(c, d, y, t, kind="none"), expected)
+
+
+def test_with_alpha_one_the_cls_head_gets_no_gradient():
+    c, d, y, t = (v.requires_grad_() if v.is_floating_point() else v for v in logits(3))
+    distillation_loss(c, d, y, t, kind="soft", alpha=1.0, tau=2.0).backward()
+    assert c.grad is None or torch.count_nonzero(c.grad) == 0
+    assert torch.count_nonzero(d.grad) > 0
+    assert t.grad is None  # the teacher is a constant target
+
+
+@pytest.mark.parametrize("kwargs, message", [({"kind": "medium"}, "kind must be"), ({"alpha": 1.5}, "alpha must"),
+                                             ({"kind": "soft", "tau": 0.0}, "tau must be > 0")])
+def test_bad_settings_are_named(kwargs, message):
+    c, d, y, t = logits()
+    with pytest.raises(ValueError, match=message):
+        distillation_loss(c, d, y, t, **kwargs)
+
+
+def test_mismatched_shapes_are_named():
+    c, d, y, t = logits()
+    with pytest.raises(ValueError, match="teacher_logits has shape"):
+        distillation_loss(c, d, y, t[:, :3])
+    with pytest.raises(ValueError, match="5 labels for 6 rows"):
+        distillation_loss(c, d, y[:5], t)
+    with pytest.raises(ValueError, match="cls_logits must have 2 dimensions"):
+        distillation_loss(c[0], d, y, t)
+
+
+def test_teacher_logits_are_the_eval_mode_outputs_and_keep_the_mode():
+    torch.manual_seed(0)
+    teacher = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(),
+                                  torch.nn.LazyLinear(3))
+    x = torch.rand(7, 3, 16, 16)
+    teacher(x)  # initialise the lazy layer; BatchNorm's running statistics move
+    teacher.train()
+    out = teacher_logits(teacher, x, batch_size=3)
+    assert teacher.training
+    teacher.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(out, teacher(x))
+
+
+def test_short_distilled_training_learns_the_teacher():
+    """Three separable classes (bright red, green or blue images), 60 steps: the student ends above chance."""
+    g = torch.Generator().manual_seed(0)
+    labels = torch.randint(0, 3, (96,), generator=g)
+    images = 0.2 * torch.rand(96, 3, 16, 16, generator=g)
+    images[torch.arange(96), labels] += 0.8
+    data = ImageSplit(images, labels, ("r", "g", "b"))
+    targets = F.one_hot(labels, 3).float() * 5  # a perfect teacher
+    torch.manual_seed(0)
+    student = DistilledViT(TINY)
+    token_before = student.dist_token.detach().clone()
+    cfg = TrainConfig(steps=60, batch_size=16, lr=3e-3, warmup_steps=5, label_smoothing=0.0, train_size=96,
+                      eval_every=30)
+    history = train_distilled(student, targets, data, data, cfg, kind="hard")
+    assert [row["step"] for row in history] == [30, 60]
+    assert history[-1]["val_accuracy"] > 0.9 and not student.training
+    assert not torch.equal(student.dist_token, token_before)  # the token learns
+    with pytest.raises(ValueError, match="targets must have shape"):
+        train_distilled(student, targets[:10], data, data, cfg)
+    with pytest.raises(ValueError, match="mix='none'"):
+        train_distilled(student, targets, data, data, TrainConfig(mix="cutmix", train_size=96))
+    with pytest.raises(ValueError, match="student must be a DistilledViT"):
+        train_distilled(VisionTransformer(TINY), targets, data, data, cfg)
+
+
+def test_shipped_data_efficiency_results():
+    data = json.loads((CHECKPOINTS / "data_efficiency.json").read_text())
+    setting, runs = data["setting"], data["runs"]
+    assert len(setting["seeds"]) >= 3 and setting["sizes"][0] == 500
+    assert len(runs) == len(setting["seeds"]) * len(setting["sizes"])
+    for name, rows in data["summary"].items():
+        assert [r["size"] for r in rows] == setting["sizes"]
+        for r in rows:
+            accs = [run["models"][name]["accuracy"] for run in runs if run["size"] == r["size"]]
+            assert math.isclose(r["mean"], sum(accs) / len(accs)) and r["min"] == min(accs) and r["max"] == max(accs)
+            assert 1 / 4 < r["mean"] <= 1.0  # every model beats chance on the four classes
+
+
+def test_shipped_bench_result_is_consistent():
+    data = json.loads((CHECKPOINTS / "distill_bench.json").read_text())
+    res, goal = data["results"], data["goal"]
+    assert set(res) == {"CNN", "ViT", "distilled ViT"}
+    assert goal["accuracy_met"] == (res["distilled ViT"]["accuracy"] >= goal["accuracy"] == 0.995)
+    assert goal["time_met"] == (res["distilled ViT"]["seconds"] <= res["CNN"]["seconds"])
+    assert goal["met"] == (goal["accuracy_met"] and goal["time_met"])
