@@ -199,3 +199,30 @@ def test_shipped_bench_result_is_consistent():
     assert goal["accuracy_met"] == (res["distilled ViT"]["accuracy"] >= goal["accuracy"] == 0.995)
     assert goal["time_met"] == (res["distilled ViT"]["seconds"] <= res["CNN"]["seconds"])
     assert goal["met"] == (goal["accuracy_met"] and goal["time_met"])
+
+
+def _result_file(path, seeds, vit_steps=800):
+    """A results file as data_efficiency writes it, with made-up accuracies, for the merge."""
+    from vit_edu.variants.data_efficiency import MODELS, summarise
+
+    runs = [{"seed": s, "size": n, "models": {m: {"accuracy": 0.5 + 0.01 * s + 0.001 * n / 100 + 0.1 * i, "seconds": 1.0}
+                                              for i, m in enumerate(MODELS)}} for s in seeds for n in (500, 2000)]
+    setting = {"sizes": [500, 2000], "seeds": seeds, "vit_steps": vit_steps, "cnn_steps": 150, "batch_size": 32,
+               "test_size": 1000, "distillation": "hard", "threads": 1, "torch": "x", "total_seconds": 10.0}
+    path.write_text(json.dumps({"setting": setting, "runs": runs, "summary": summarise(runs, [500, 2000])}))
+    return path
+
+
+def test_merging_seed_files_equals_one_run_of_all_seeds(tmp_path):
+    from vit_edu.variants.data_efficiency import main
+
+    a, b = _result_file(tmp_path / "a.json", [0]), _result_file(tmp_path / "b.json", [1, 2])
+    main(["--merge", str(a), str(b), "--out", str(tmp_path / "m.json")])
+    merged = json.loads((tmp_path / "m.json").read_text())
+    whole = json.loads(_result_file(tmp_path / "w.json", [0, 1, 2]).read_text())
+    assert merged["summary"] == whole["summary"] and merged["setting"]["seeds"] == [0, 1, 2]
+    assert merged["setting"]["total_seconds"] == 20.0  # the two files' seconds
+    with pytest.raises(ValueError, match="another setting"):
+        main(["--merge", str(a), str(_result_file(tmp_path / "c.json", [3], vit_steps=10)), "--out", str(tmp_path / "x.json")])
+    with pytest.raises(ValueError, match="repeat seeds"):
+        main(["--merge", str(a), str(a), "--out", str(tmp_path / "x.json")])

@@ -186,7 +186,8 @@ def test_vit_b_mae_saves_about_three_quarters_of_the_encoder():
     formula = mae_macs(cfg)
     assert formula["visible_tokens"] == 49 and counted["encoder_all"] == 2 * formula["encoder_all"]
     ratio = counted["encoder_all"] / counted["encoder_visible"]
-    assert 3.9 < ratio < 4.1  # 197 tokens against 50: slightly more than 4 because attention is quadratic
+    # 197 tokens against 50 is 3.94; quadratic attention pushes the ratio up, the patch embedding on all 196 pulls it down
+    assert 3.9 < ratio < 4.1
     assert counted["encoder_visible"] + counted["decoder"] < counted["encoder_all"] / 1.5
 
 
