@@ -9,3 +9,4 @@ judge with the same ``expect_*`` functions.
 from vit_edu.homework.feedback.hw1 import *  # noqa: F401,F403
 from vit_edu.homework.feedback.hw2 import *  # noqa: F401,F403
 from vit_edu.homework.feedback.hw3 import *  # noqa: F401,F403
+from vit_edu.homework.feedback.hw4 import *  # noqa: F401,F403
