@@ -34,15 +34,17 @@ class VisionTransformer(nn.Module):
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
 
+    def prepend_tokens(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, N, D)`` patch tokens -> ``(B, S, D)``: the learned tokens in front (the CLS token, if pooling uses it)."""
+        return prepend_cls(x, self.cls_token) if self.cls_token is not None else x  # (B, N+1, D) or (B, N, D)
+
     def _encode(
         self, images: torch.Tensor, need_weights: bool, need_hidden: bool = False
     ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
         if self.config.input_norm is not None:
             mean, std = self.config.input_norm
             images = (images - mean) / std  # zero-centred inputs: without this a small ViT trains far slower
-        x = self.patch_embed(images)  # (B, N, D)
-        if self.cls_token is not None:
-            x = prepend_cls(x, self.cls_token)  # (B, N+1, D)
+        x = self.prepend_tokens(self.patch_embed(images))  # (B, N, D) -> (B, S, D)
         x = self.pos_drop(self.pos_embed(x))  # (B, S, D)
         attentions, hidden = [], []
         for block in self.blocks:

@@ -92,7 +92,8 @@ DATA = {"shapes-vit": "shapes", "cifar10-vit": "cifar10"}  # the data set each p
 
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """Weight decay on weight matrices only: not on biases, LayerNorm parameters, CLS or position embeddings.
+    """Weight decay on weight matrices only: not on biases, LayerNorm parameters, CLS (or DeiT's distillation)
+    tokens or position embeddings.
 
     Decaying a LayerNorm's scale or an embedding pulls it towards zero for no benefit; this is the usual
     split (as in timm and the DeiT recipe).
@@ -101,7 +102,7 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
-        is_embedding = "cls_token" in name or "pos_embed" in name
+        is_embedding = any(key in name for key in ("cls_token", "dist_token", "pos_embed"))
         (no_decay if p.ndim < 2 or is_embedding else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
@@ -176,11 +177,14 @@ def train(
     *,
     progress: bool = True,
     on_eval: Callable[[list[dict]], None] | None = None,
+    loss_fn: Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> list[dict]:
     """Train in place; return the history: one row per evaluation with step, seconds, losses, accuracies.
 
     ``on_eval`` is called with the history after every evaluation (the notebooks redraw their curves there).
-    Seconds count training only, not evaluation.
+    ``loss_fn(model, images, labels, index)`` replaces the cross-entropy of ``model(images)``; ``index`` holds the
+    batch's positions in ``train_set`` (distillation looks up the teacher's logits there). Seconds count training
+    only, not evaluation.
     """
     torch.manual_seed(cfg.seed)
     optimizer, scheduler = make_optimizer(model, cfg)
@@ -204,7 +208,7 @@ def train(
             x = crop_flip(x)
         if mixer is not None:
             x, y = mixer(x, y)  # y becomes (B, K) soft labels
-        loss = criterion(model(x), y)
+        loss = criterion(model(x), y) if loss_fn is None else loss_fn(model, x, y, index)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.grad_clip is not None:

@@ -20,8 +20,6 @@ does not need, and the ImageNet-scale teacher (a RegNetY-16GF).
 
 from __future__ import annotations
 
-import math
-import time
 from typing import Literal
 
 import torch
@@ -34,7 +32,7 @@ from vit_edu.embedding import prepend_cls
 from vit_edu.model import VisionTransformer
 from vit_edu.position import sincos_2d
 from vit_edu.trace import record
-from vit_edu.train import TrainConfig, evaluate, make_optimizer
+from vit_edu.train import TrainConfig, train
 
 KINDS = ("none", "hard", "soft")  # what the distillation head learns from: nothing (labels only), teacher argmax, teacher soft
 Kind = Literal["none", "hard", "soft"]
@@ -70,26 +68,10 @@ class DistilledViT(VisionTransformer):
         """S = N + 2: the patches, the CLS token and the distillation token."""
         return self.config.num_patches + 2
 
-    def _encode(
-        self, images: torch.Tensor, need_weights: bool, need_hidden: bool = False
-    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
-        if self.config.input_norm is not None:
-            mean, std = self.config.input_norm
-            images = (images - mean) / std
-        x = self.patch_embed(images)  # (B, N, D)
+    def prepend_tokens(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, N, D)`` patch tokens -> ``(B, N+2, D)``: [CLS, distillation token, patches]."""
         x = prepend_cls(x, self.dist_token)  # (B, N+1, D): [dist, patches]
-        x = prepend_cls(x, self.cls_token)  # (B, N+2, D): [CLS, dist, patches]
-        x = self.pos_drop(self.pos_embed(x))  # (B, N+2, D)
-        attentions, hidden = [], []
-        for block in self.blocks:
-            x, weights = block(x, need_weights=need_weights)
-            if need_weights:
-                attentions.append(weights)  # (B, h, S, S)
-            if need_hidden:
-                hidden.append(x)  # (B, S, D)
-        x = self.norm(x)
-        record("final tokens", x)
-        return x, attentions, hidden
+        return prepend_cls(x, self.cls_token)  # (B, N+2, D): [CLS, dist, patches]
 
     def forward_heads(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, C, H, W)`` -> ``(cls_logits, dist_logits)``, each ``(B, K)``: the CLS head and the distillation head."""
@@ -194,7 +176,7 @@ def train_distilled(
 ) -> list[dict]:
     """Train ``student`` in place with :func:`distillation_loss` against ``targets`` (the teacher's logits of
     every training image, :func:`teacher_logits`); the recipe (AdamW, warm-up + cosine, batches, order) is
-    :func:`vit_edu.train.train`'s. Returns one row per evaluation: step, training seconds, loss, val accuracy."""
+    :func:`vit_edu.train.train`'s, with this loss in place of the cross-entropy. Returns its history."""
     if not isinstance(student, DistilledViT):
         raise ValueError(f"student must be a DistilledViT, got {type(student).__name__}")
     if targets.shape != (len(train_set.labels), student.config.num_classes):
@@ -203,39 +185,10 @@ def train_distilled(
     if cfg.mix != "none" or cfg.augment != "none" or cfg.label_smoothing:
         raise ValueError("train_distilled uses fixed teacher logits: it needs mix='none', augment='none' and "
                          f"label_smoothing=0, got {cfg.mix!r}, {cfg.augment!r}, {cfg.label_smoothing}")
-    torch.manual_seed(cfg.seed)
-    optimizer, scheduler = make_optimizer(student, cfg)
-    decay, no_decay = optimizer.param_groups  # like the CLS token, the distillation token is not decayed
-    decay["params"] = [p for p in decay["params"] if p is not student.dist_token]
-    no_decay["params"].append(student.dist_token)
-    order = torch.Generator().manual_seed(cfg.seed)
-    images, labels = train_set.images, train_set.labels
-    perm, cursor = torch.randperm(len(labels), generator=order), 0
-    history: list[dict] = []
-    seconds, running, count = 0.0, 0.0, 0
-    student.train()
-    for step in range(1, cfg.steps + 1):
-        start = time.perf_counter()
-        if cursor + cfg.batch_size > len(perm):
-            perm, cursor = torch.randperm(len(labels), generator=order), 0
-        index = perm[cursor : cursor + cfg.batch_size]
-        cursor += cfg.batch_size
-        cls_logits, dist_logits = student(images[index])
-        loss = distillation_loss(cls_logits, dist_logits, labels[index], targets[index], kind=kind, alpha=alpha,
-                                 tau=tau)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
-        seconds += time.perf_counter() - start
-        running, count = running + loss.item(), count + 1
-        if not math.isfinite(loss.item()):
-            raise FloatingPointError(f"loss became {loss.item()} at step {step}")
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            val = evaluate(student, val_set.images, val_set.labels)
-            history.append({"step": step, "seconds": round(seconds, 2), "train_loss": running / count,
-                            "val_accuracy": val["accuracy"]})
-            running, count = 0.0, 0
-    student.eval()
-    return history
+
+    def loss_fn(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        cls_logits, dist_logits = model(images)  # train mode: both heads, (B, K) each
+        return distillation_loss(cls_logits, dist_logits, labels, targets[index], kind=kind, alpha=alpha, tau=tau)
+
+    return train(student, train_set, val_set, cfg, progress=False, loss_fn=loss_fn)
 
