@@ -12,7 +12,6 @@ import math
 import re
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
@@ -21,6 +20,9 @@ from torch import nn
 import vit_edu
 from vit_edu.homework.feedback import hw3
 from vit_edu.homework.grade import load_module
+
+import homework_helpers
+from homework_helpers import master_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "hw3_training"
@@ -37,18 +39,7 @@ IMPLEMENTED = ["ch09_decay_split", "ch09_lr_schedule", "ch10_rollout", "ch10_cls
                "ch11_centre_distances", "ch12_new_table_shape", "ch12_interpolate", "ch13_first_loss"]
 
 
-def master_solutions() -> dict[str, str]:
-    nb = nbformat.read(MASTER, as_version=4)
-    out, name = {}, None
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "raw" and cell.source.startswith("# BEGIN QUESTION"):
-            name = re.search(r"name:\s*(\w+)", cell.source).group(1)
-        if cell.cell_type == "raw" and cell.source.strip() == "# BEGIN SOLUTION":
-            out[name] = nb.cells[i + 1].source
-    return out
-
-
-SOLUTIONS = master_solutions()
+SOLUTIONS = master_solutions(MASTER)
 GLOBALS = {"torch": torch, "F": F, "nn": nn, "math": math, "vit_edu": vit_edu}
 
 
@@ -64,12 +55,7 @@ def master(question: str) -> dict:
 
 
 def score(question: str, ns: dict, key: dict = FAKE_KEY) -> float:
-    """Points the hidden checks of ``question`` give the answers in ``ns`` (probe and judge, as in grading)."""
-    total = 0.0
-    for case in (c for c in CASES.cases if c.question == question):
-        ok, _ = CASES.judge_one(case, CASES.probe_one(case, ns, 20.0), key)
-        total += case.points if ok else 0
-    return total
+    return homework_helpers.score(CASES, question, ns, key)
 
 
 def possible(question: str) -> float:

@@ -21,6 +21,9 @@ from vit_edu import variants
 from vit_edu.homework.feedback import hw4
 from vit_edu.homework.grade import load_module
 
+import homework_helpers
+from homework_helpers import master_solutions
+
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "hw4_beyond"
 MASTER = ROOT / "book" / "homework" / f"{NAME}.ipynb"
@@ -29,18 +32,7 @@ CASES = load_module(f"hidden_{NAME}", (HIDDEN / f"{NAME}.py").read_text()).cases
 GLOBALS = {"torch": torch, "F": F, "vit_edu": vit_edu, "variants": variants}
 
 
-def master_solutions() -> dict[str, str]:
-    nb = nbformat.read(MASTER, as_version=4)
-    out, name = {}, None
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "raw" and cell.source.startswith("# BEGIN QUESTION"):
-            name = re.search(r"name:\s*(\w+)", cell.source).group(1)
-        if cell.cell_type == "raw" and cell.source.strip() == "# BEGIN SOLUTION":
-            out[name] = nb.cells[i + 1].source
-    return out
-
-
-SOLUTIONS = master_solutions()
+SOLUTIONS = master_solutions(MASTER)
 
 
 def define(*sources: str, ns: dict | None = None) -> dict:
@@ -60,12 +52,7 @@ def with_answer(source: str) -> dict:
 
 
 def score(question: str, ns: dict) -> float:
-    """Points the hidden checks of ``question`` give the answers in ``ns`` (probe and judge, as in grading)."""
-    total = 0.0
-    for case in (c for c in CASES.cases if c.question == question):
-        ok, _ = CASES.judge_one(case, CASES.probe_one(case, ns, 20.0), None)
-        total += case.points if ok else 0
-    return total
+    return homework_helpers.score(CASES, question, ns)
 
 
 def possible(question: str) -> float:

@@ -25,6 +25,7 @@ from vit_edu.homework.grade import Limits, Row, feedback_markdown, grade_folder,
 from vit_edu.homework.sandbox import bwrap_problem
 
 from hidden_values import leaks, secrets
+from homework_helpers import master_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTERS = ROOT / "book" / "homework"
@@ -110,23 +111,11 @@ def question_cells(nb: nbformat.NotebookNode) -> dict[str, int]:
     return found
 
 
-def solutions(master: Path) -> dict[str, str]:
-    """Question name -> solution source from a master notebook."""
-    nb = nbformat.read(master, as_version=4)
-    out, name = {}, None
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "raw" and cell.source.startswith("# BEGIN QUESTION"):
-            name = re.search(r"name:\s*(\w+)", cell.source).group(1)
-        if cell.cell_type == "raw" and cell.source.strip() == "# BEGIN SOLUTION":
-            out[name] = nb.cells[i + 1].source
-    return out
-
-
 def submission(built: Path, name: str, answers: dict[str, str], dest: Path, extra: list[str] = ()) -> None:
     """The student notebook with the master's solutions, then ``answers`` replacing some; ``extra`` cells first."""
     nb = nbformat.read(built / "student" / f"{name}.ipynb", as_version=4)
     cells = question_cells(nb)
-    for question, source in {**solutions(MASTERS / f"{name}.ipynb"), **answers}.items():
+    for question, source in {**master_solutions(MASTERS / f"{name}.ipynb"), **answers}.items():
         nb.cells[cells[question]].source = source
     for source in extra:
         nb.cells.insert(4, nbformat.v4.new_code_cell(source))
@@ -162,7 +151,7 @@ def graded(built, tmp_path_factory):
         submission(built, hw1, {"ch01_patchify": source}, subs / f"tamper_{label}_hw1_tokens.ipynb")
     submission(built, hw1, {"ch00_shapes": VANDAL}, subs / "aaa_vandal_hw1_tokens.ipynb")  # graded first
     submission(built, hw1, {}, subs / "survivor_hw1_tokens.ipynb", extra=[SURVIVOR, FLOOD, BIG_FILE])
-    survives = {"ch04_embed_tokens": "quit()\n" + solutions(MASTERS / f"{hw1}.ipynb")["ch04_embed_tokens"]}
+    survives = {"ch04_embed_tokens": "quit()\n" + master_solutions(MASTERS / f"{hw1}.ipynb")["ch04_embed_tokens"]}
     submission(built, hw1, {**HOSTILE, **survives}, subs / "hostile_hw1_tokens.ipynb")
     for odd in ODD_NAMES:
         (subs / odd).write_bytes((MASTERS / f"{hw1}.ipynb").read_bytes())

@@ -39,11 +39,13 @@ def sandbox_argv(work: Path, threads: int = 1) -> list[str]:
             argv += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             argv += ["--ro-bind", top, top]
+    # The private /tmp first: the Python installation, the package or the work folder may live under /tmp (a
+    # clone there, pytest's folders), and each bind below must land on top of it, not be hidden by it.
+    argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     for path in _readonly_paths():
         argv += ["--ro-bind", str(path), str(path)]
     work = work.resolve()
     argv += [
-        "--proc", "/proc", "--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/tmp",
         "--bind", str(work), str(work), "--chdir", str(work),
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
         "--clearenv",
