@@ -358,3 +358,19 @@ def test_row_totals_and_feedback_of_a_failed_row():
     row = Row("x.ipynb", "hw1_tokens", error="not a readable notebook: ValueError")
     assert row.total == row.possible == 0
     assert "could not run everything" in feedback_markdown(row)
+
+
+def test_the_sandbox_sees_read_only_paths_that_live_under_tmp(tmp_path, monkeypatch):
+    # A checkout (package and venv) under /tmp must stay visible in the sandbox, whose own /tmp is a fresh tmpfs.
+    from vit_edu.homework import sandbox
+
+    shipped, work = tmp_path / "checkout", tmp_path / "work"
+    shipped.mkdir()
+    work.mkdir()
+    (shipped / "marker.txt").write_text("from the checkout")
+    monkeypatch.setattr(sandbox, "_readonly_paths", lambda: [shipped.resolve()])
+    argv = sandbox.sandbox_argv(work)
+    seen = subprocess.run([*argv, "cat", str(shipped.resolve() / "marker.txt")], capture_output=True, text=True)
+    assert seen.returncode == 0 and seen.stdout == "from the checkout", seen.stderr
+    wrote = subprocess.run([*argv, "sh", "-c", f"echo x > {shipped.resolve()}/new.txt"], capture_output=True, text=True)
+    assert wrote.returncode != 0 and not (shipped / "new.txt").exists()  # and it is read-only there
