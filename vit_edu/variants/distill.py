@@ -75,7 +75,7 @@ class DistilledViT(VisionTransformer):
 
     def forward_heads(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(B, C, H, W)`` -> ``(cls_logits, dist_logits)``, each ``(B, K)``: the CLS head and the distillation head."""
-        tokens = self._encode(images, need_weights=False)[0]  # (B, N+2, D)
+        tokens = self.forward_features(images)  # (B, N+2, D)
         return self.head(tokens[:, 0]), self.head_dist(tokens[:, 1])
 
     def forward(self, images: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:

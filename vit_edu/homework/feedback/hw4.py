@@ -144,8 +144,13 @@ def wrap_mask(height: int, width: int, window: tuple[int, int], shift: tuple[int
     if mh == mw and sh == sw:
         return shifted_window_mask(height, width, mh, sh)
     wrapped = 2 * (torch.arange(height) >= height - sh)[:, None] + (torch.arange(width) >= width - sw)[None, :]
-    labels = _partition(wrapped[None, :, :, None].float(), (mh, mw))[..., 0]  # (nW, mh·mw)
-    return labels[:, :, None] == labels[:, None, :]
+    return _same_label(wrapped, (mh, mw))
+
+
+def _same_label(labels: torch.Tensor, window: tuple[int, int]) -> torch.Tensor:
+    """``(H, W)`` region labels -> ``(nW, mh·mw, mh·mw)``: True where query and key of a window share a label."""
+    per_window = _partition(labels[None, :, :, None].float(), window)[..., 0]  # (nW, mh·mw)
+    return per_window[:, :, None] == per_window[:, None, :]
 
 
 def expect_shifted_mask(got: Any, grid: tuple[int, int], window: tuple[int, int], shift: tuple[int, int]) -> None:
@@ -183,8 +188,7 @@ def _flipped_wrap(height: int, width: int, window: tuple[int, int], shift: tuple
     """The classic mistake: taking the first ``sh`` rows and ``sw`` columns as the wrapped ones."""
     sh, sw = shift
     wrapped = 2 * (torch.arange(height) < sh)[:, None] + (torch.arange(width) < sw)[None, :]
-    labels = _partition(wrapped[None, :, :, None].float(), window)[..., 0]
-    return labels[:, :, None] == labels[:, None, :]
+    return _same_label(wrapped, window)
 
 
 def check_shifted_mask(fn: Any) -> None:
