@@ -52,12 +52,12 @@ $(ORT): package-lock.json
 
 # The Try-it page's model (ONNX, exported from the shipped checkpoint) and test images; the browser test's
 # reference outputs from PyTorch go next to the build, not into the site.
-$(TRYIT): $(STAMP) vit_edu/export.py vit_edu/model.py vit_edu/checkpoints/shapes_vit.pt
-	$(PY) -m vit_edu.export --out $@ --examples book/_static/tryit/examples.json --reference _build/tryit_reference.json
+$(TRYIT): $(STAMP) vit_edu/book/export.py vit_edu/model.py vit_edu/checkpoints/shapes_vit.pt
+	$(PY) -m vit_edu.book.export --out $@ --examples book/_static/tryit/examples.json --reference _build/tryit_reference.json
 
 build: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
 	@# The notebooks' set-up cells install from the configured repository (a no-op while it is unchanged).
-	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(PY) -m vit_edu.launch
+	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(PY) -m vit_edu.book.launch
 	@# --all: Sphinx copies static files (MathJax, CSS) only when it writes pages; write them all every time.
 	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
 
@@ -88,7 +88,7 @@ bench-tryit: build
 
 # Jupyter Lab on the Lab edition of the chapters: MyST rendered by jupyterlab-myst, glued numbers written in.
 lab: $(STAMP)
-	$(PY) -m vit_edu.lab_edition _build/lab
+	$(PY) -m vit_edu.book.lab_edition _build/lab
 	$(VENV)/bin/jupyter lab _build/lab
 
 serve: build
@@ -104,11 +104,11 @@ execute: $(STAMP)
 # train on one thread, so the same seed gives the same weights however busy the machine is; the benchmark uses
 # the two threads it reports on and wants a quiet machine.
 checkpoints: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m vit_edu.train --config shapes-vit --seed 0 --out vit_edu/checkpoints/shapes_vit.pt
-	OMP_NUM_THREADS=1 $(PY) -m vit_edu.ablation --seeds 0 1 --out vit_edu/checkpoints/pos_embed_ablation.json
-	OMP_NUM_THREADS=1 $(PY) -m vit_edu.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
-	OMP_NUM_THREADS=1 $(PY) -m vit_edu.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json
-	$(PY) -m vit_edu.train_bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training --config shapes-vit --seed 0 --out vit_edu/checkpoints/shapes_vit.pt
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.pos_embed_ablation --seeds 0 1 --out vit_edu/checkpoints/pos_embed_ablation.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json
+	$(PY) -m vit_edu.training.bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.attention_cost --out vit_edu/checkpoints/attention_cost.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.data_efficiency --seeds 0 1 2 --out vit_edu/checkpoints/data_efficiency.json
 	$(PY) -m vit_edu.variants.distill_bench --out vit_edu/checkpoints/distill_bench.json

@@ -98,7 +98,7 @@ def test_rates_outside_unit_interval_raise(rate):
 def test_shipped_checkpoint_still_loads_with_rate_zero():
     from pathlib import Path
 
-    from vit_edu.train import load_checkpoint
+    from vit_edu.training import load_checkpoint
 
     model, _ = load_checkpoint(Path(__file__).parent.parent / "vit_edu" / "checkpoints" / "shapes_vit.pt")
     assert model.config.drop_path_rate == 0.0

@@ -7,10 +7,9 @@ import math
 import pytest
 import torch
 
-from vit_edu import norm_placement
 from vit_edu.config import POS_EMBEDS
 from vit_edu.data import ShapesDataset
-from vit_edu.train import CHECKPOINTS, PRESETS, TrainConfig, evaluate, load_checkpoint
+from vit_edu.training import CHECKPOINTS, PRESETS, TrainConfig, evaluate, load_checkpoint, norm_placement
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vit_edu.train import CHECKPOINTS
+from vit_edu.training import CHECKPOINTS
 from vit_edu.variants import clip_train
 from vit_edu.variants.clip import (
     COLOURS,

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from vit_edu.cnn import SmallCNN, matching_cnn
+from vit_edu.training.cnn import SmallCNN, matching_cnn
 
 
 def test_small_cnn_shapes_and_matching_size():

@@ -1,4 +1,4 @@
-"""Tests for vit_edu/data.py: the procedural shapes dataset."""
+"""Tests for vit_edu/data/shapes.py: the procedural shapes dataset."""
 
 from __future__ import annotations
 

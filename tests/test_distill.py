@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from vit_edu.config import ViTConfig
-from vit_edu.model import VisionTransformer
-from vit_edu.train import CHECKPOINTS, TrainConfig
 from vit_edu.data import ImageSplit
+from vit_edu.model import VisionTransformer
+from vit_edu.training import CHECKPOINTS, TrainConfig
 from vit_edu.variants.distill import (
     DistilledViT,
     distillation_loss,

@@ -1,4 +1,4 @@
-"""vit_edu.export: the ONNX file computes what PyTorch computes, for the shipped model and for any ViT."""
+"""vit_edu.book.export: the ONNX file computes what PyTorch computes, for the shipped model and for any ViT."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from vit_edu import ViTConfig, VisionTransformer
+from vit_edu.book.export import OUTPUTS, examples, export_onnx, reference_outputs
 from vit_edu.data import ShapesDataset
-from vit_edu.export import OUTPUTS, examples, export_onnx, reference_outputs
 from vit_edu.explain import logit_lens
-from vit_edu.train import CHECKPOINTS, load_checkpoint
+from vit_edu.training import CHECKPOINTS, load_checkpoint
 
 
 def run_onnx(path, images: torch.Tensor) -> dict[str, np.ndarray]:

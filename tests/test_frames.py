@@ -4,7 +4,7 @@ import re
 import matplotlib.pyplot as plt
 import pytest
 
-from vit_edu.frames import frame_player
+from vit_edu.widgets.frames import frame_player
 
 
 def _view(size, mode):

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from vit_edu.images import sample_photo
-from vit_edu.plotting import patch_strip, show_patch_grid, tile_mosaic
-from vit_edu.source import show_source
 from vit_edu import patchify
+from vit_edu.book.plotting import patch_strip, show_patch_grid, tile_mosaic
+from vit_edu.book.source import show_source
+from vit_edu.data import sample_photo
 
 
 def test_sample_photo_is_a_resized_rgb_tensor():

@@ -4,7 +4,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from vit_edu.lab_edition import bib_labels, glued_values, lab_markdown, write_lab_edition
+from vit_edu.book.lab_edition import bib_labels, glued_values, lab_markdown, write_lab_edition
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = {"dosovitskiy2021vit": ("Dosovitskiy et al.", "2021"), "xiong2020layer": ("Xiong et al.", "2020")}

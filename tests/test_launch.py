@@ -1,4 +1,4 @@
-"""vit_edu.launch: every notebook opens with the set-up cell for the configured repository, and the cell works."""
+"""vit_edu.book.launch: every notebook opens with the set-up cell for the configured repository, and the cell works."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 import nbformat
 import pytest
 
-from vit_edu import launch
+from vit_edu.book import launch
 
 
 @pytest.mark.parametrize("path", launch.book_notebooks(), ids=lambda p: p.name)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from vit_edu import CONFIGS
-from vit_edu.train import CHECKPOINTS, PRESETS
+from vit_edu.training import CHECKPOINTS, PRESETS
 from vit_edu.variants.mae import (
     MAEConfig,
     MaskedAutoencoder,

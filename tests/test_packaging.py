@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from vit_edu.launch import TAG
+from vit_edu.book.launch import TAG
 
 ROOT = Path(__file__).resolve().parent.parent
 OFFLINE = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
@@ -54,7 +54,7 @@ def run_in(python: Path, code: str, cwd: Path) -> str:
                           env=OFFLINE).stdout.strip()
 
 
-IMPORT_CHECK = ("import vit_edu, vit_edu.train as t; "
+IMPORT_CHECK = ("import vit_edu, vit_edu.training as t; "
                 "print(vit_edu.__file__); print(sorted(p.name for p in t.CHECKPOINTS.iterdir()))")
 
 

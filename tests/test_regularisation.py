@@ -1,12 +1,11 @@
-"""The regularisation comparison (vit_edu.regularisation) and the crop + flip augmentation it uses."""
+"""The regularisation comparison (vit_edu.training.regularisation) and the crop + flip augmentation it uses."""
 
 import json
 
 import pytest
 import torch
 
-from vit_edu import regularisation
-from vit_edu.train import TrainConfig, crop_flip
+from vit_edu.training import TrainConfig, crop_flip, regularisation
 
 
 def test_crop_flip_without_padding_is_identity_or_mirror():
@@ -64,7 +63,7 @@ def test_run_rejects_unknown_arm_and_no_seeds():
 
 def test_the_shipped_comparison_is_the_current_experiment():
     """The JSON chapter 9 reads was made with today's budget and arms, every arm on the same seeds."""
-    from vit_edu.train import CHECKPOINTS
+    from vit_edu.training import CHECKPOINTS
 
     data = json.loads((CHECKPOINTS / "regularisation.json").read_text())
     assert data["budget"] == regularisation.BUDGET and data["arms"] == regularisation.ARMS

@@ -7,9 +7,10 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from vit_edu import ViTConfig, VisionTransformer
 from vit_edu.data import ShapesDataset
-from vit_edu.ablation import main as ablation_main
-from vit_edu.train import (PRESETS, TrainConfig, evaluate, fit_preset, load_checkpoint, main, make_mixer,
-                           make_optimizer, parameter_groups, save_checkpoint, train)
+from vit_edu.training import (PRESETS, TrainConfig, evaluate, fit_preset, load_checkpoint, make_mixer, make_optimizer,
+                              parameter_groups, save_checkpoint, train)
+from vit_edu.training.__main__ import main
+from vit_edu.training.pos_embed_ablation import main as ablation_main
 
 TINY = ViTConfig(image_size=16, patch_size=4, num_classes=4, embed_dim=32, depth=2, num_heads=2, mlp_dim=64)
 

@@ -7,7 +7,8 @@ import torch
 import torchvision.datasets.cifar as tv_cifar
 
 from test_data_cifar import _write_fake_cifar
-from vit_edu.train import PRESETS, TrainConfig, cifar10_splits, fit_preset, load_checkpoint, main
+from vit_edu.training import PRESETS, TrainConfig, cifar10_splits, fit_preset, load_checkpoint
+from vit_edu.training.__main__ import main
 
 
 @pytest.fixture

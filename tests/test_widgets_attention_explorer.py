@@ -11,7 +11,7 @@ import torch
 from tests.conftest import assert_explains_problem, site_frame_count
 from vit_edu.data import CLASS_NAMES, ShapesDataset
 from vit_edu.explain import HEAD_FUSIONS, attention_rollout, cls_attention, localisation_score, object_fraction
-from vit_edu.train import load_checkpoint
+from vit_edu.training import load_checkpoint
 from vit_edu.widgets import attention_explorer as ae
 from vit_edu.widgets.attention_explorer import CONTROLS, IMAGES, ROLLOUT, SITE_CONTROLS, attention_explorer_view
 

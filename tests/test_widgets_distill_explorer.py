@@ -4,7 +4,6 @@ import itertools
 import re
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pytest
 
 from tests.conftest import assert_explains_problem, site_frame_count

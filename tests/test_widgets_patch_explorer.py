@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from tests.conftest import site_frame_count
-from vit_edu.frames import frame_player
+from vit_edu.widgets.frames import frame_player
 from vit_edu.widgets.patch_explorer import CONTROLS, SITE_CONTROLS, patch_explorer_view, patch_numbers
 
 GRID = list(itertools.product(CONTROLS["image_size"], CONTROLS["patch_size"]))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from vit_edu.plotting import to_hwc
+from vit_edu.book.plotting import to_hwc
 from vit_edu.widgets.permute_toggle import (
     CONTROLS,
     SITE_CONTROLS,

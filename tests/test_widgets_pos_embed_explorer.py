@@ -11,7 +11,7 @@ import torch
 import vit_edu
 from tests.conftest import assert_explains_problem, site_frame_count
 from vit_edu.explain import position_similarity
-from vit_edu.train import load_checkpoint
+from vit_edu.training import load_checkpoint
 from vit_edu.widgets import pos_embed_explorer as pex
 from vit_edu.widgets.pos_embed_explorer import CONTROLS, GRID, SITE_CONTROLS, TABLES, pos_embed_explorer_view
 

@@ -12,7 +12,7 @@ import torch
 import torchvision.models.swin_transformer as tv_swin
 
 from vit_edu import MultiHeadSelfAttention
-from vit_edu.train import CHECKPOINTS
+from vit_edu.training import CHECKPOINTS
 from vit_edu.variants import (
     PatchMerging,
     SwinBlock,

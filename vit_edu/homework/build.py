@@ -23,8 +23,8 @@ from pathlib import Path
 
 import nbformat
 
+from vit_edu.book.launch import TAG as SETUP_TAG
 from vit_edu.homework.grade import load_module
-from vit_edu.launch import TAG as SETUP_TAG
 
 ROOT = Path(__file__).resolve().parents[2]
 # What the autograder's environment installs, pinned as in requirements.txt: the package's own dependencies,

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from vit_edu.train import TrainConfig, make_optimizer
+from vit_edu.training import TrainConfig, make_optimizer
 from vit_edu.variants.clip import (
     COLOURS,
     SHAPES,

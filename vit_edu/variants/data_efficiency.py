@@ -5,7 +5,7 @@ first n images (so the sets are nested). On each set, three models of about the 
 with chapter 9's recipe (AdamW 1e-3, weight decay 0.05, batches of 32, warm-up then cosine, no augmentation):
 
 * ``ViT``: the ``shapes-vit`` preset's model, ``--vit-steps`` steps;
-* ``CNN``: chapter 9's parameter-matched :class:`vit_edu.cnn.SmallCNN`, ``--cnn-steps`` steps (a CNN step costs
+* ``CNN``: chapter 9's parameter-matched :class:`vit_edu.training.cnn.SmallCNN`, ``--cnn-steps`` steps (a CNN step costs
   about six ViT steps on a CPU, so the two get roughly the same seconds);
 * ``distilled ViT (hard)`` and ``distilled ViT (soft)``: :class:`vit_edu.variants.distill.DistilledViT` trained
   with DeiT's loss from THAT CNN (trained on the same n images, as DeiT's teacher saw the same ImageNet),
@@ -35,11 +35,11 @@ from pathlib import Path
 
 import torch
 
-from vit_edu.cnn import matching_cnn
 from vit_edu.data import ImageSplit, ShapesDataset
 from vit_edu.model import VisionTransformer
 from vit_edu.trace import count_parameters
-from vit_edu.train import PRESETS, TrainConfig, evaluate, train
+from vit_edu.training import PRESETS, TrainConfig, evaluate, train
+from vit_edu.training.cnn import matching_cnn
 from vit_edu.variants.distill import DistilledViT, teacher_logits, train_distilled
 
 SIZES = (500, 2000, 5000, 20000)

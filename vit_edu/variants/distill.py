@@ -13,7 +13,7 @@ CLS head learns from the true labels; the distillation head learns from the teac
 At test time the model predicts with the average of the two heads' logits, as the DeiT paper does. The student
 here is :class:`vit_edu.VisionTransformer` with the extra token, its own position-embedding row, and a second
 head; everything else is the parent class's. The teacher on the shapes task is chapter 9's
-:class:`vit_edu.cnn.SmallCNN`. Left out, and said in chapter 15: DeiT's heavy augmentation and regularisation
+:class:`vit_edu.training.cnn.SmallCNN`. Left out, and said in chapter 15: DeiT's heavy augmentation and regularisation
 (RandAugment, Mixup, CutMix, random erasing, repeated augmentation, stochastic depth), which the shapes task
 does not need, and the ImageNet-scale teacher (a RegNetY-16GF).
 """
@@ -32,7 +32,7 @@ from vit_edu.embedding import prepend_cls
 from vit_edu.model import VisionTransformer
 from vit_edu.position import sincos_2d
 from vit_edu.trace import record
-from vit_edu.train import TrainConfig, train
+from vit_edu.training import TrainConfig, train
 
 KINDS = ("none", "hard", "soft")  # what the distillation head learns from: nothing (labels only), teacher argmax, teacher soft
 Kind = Literal["none", "hard", "soft"]
@@ -176,7 +176,7 @@ def train_distilled(
 ) -> list[dict]:
     """Train ``student`` in place with :func:`distillation_loss` against ``targets`` (the teacher's logits of
     every training image, :func:`teacher_logits`); the recipe (AdamW, warm-up + cosine, batches, order) is
-    :func:`vit_edu.train.train`'s, with this loss in place of the cross-entropy. Returns its history."""
+    :func:`vit_edu.training.train`'s, with this loss in place of the cross-entropy. Returns its history."""
     if not isinstance(student, DistilledViT):
         raise ValueError(f"student must be a DistilledViT, got {type(student).__name__}")
     if targets.shape != (len(train_set.labels), student.config.num_classes):

@@ -3,12 +3,12 @@ accuracy on the shipped shapes task within the wall-clock budget the CNN uses?
 
 One seed, the ``shapes-vit`` preset's data (20,000 training images, 1,000 test images) and recipe. In order:
 
-1. the CNN of chapter 9 (:func:`vit_edu.cnn.matching_cnn`) trains ``--cnn-steps`` steps (chapter 9's shipped
+1. the CNN of chapter 9 (:func:`vit_edu.training.cnn.matching_cnn`) trains ``--cnn-steps`` steps (chapter 9's shipped
    comparison gave it 150-171 steps, the seconds of the ViT's 1000); its training seconds are THE budget;
 2. the trained CNN becomes the teacher: its logits for all training images, computed once (timed);
 3. the distilled ViT (:class:`vit_edu.variants.distill.DistilledViT`, hard distillation) and, for reference, the
    plain ViT each get as many steps as fit in the budget, from the ratio of step times measured here (as
-   :mod:`vit_edu.train_bench` does: a ratio is steadier on a shared machine than an absolute time).
+   :mod:`vit_edu.training.bench` does: a ratio is steadier on a shared machine than an absolute time).
 
 The JSON records each model's test accuracy and training seconds, the teacher's inference seconds, and whether
 the goal was met: accuracy ≥ 99.5% AND training seconds ≤ the CNN's (the teacher's own cost comes on top and is
@@ -28,11 +28,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vit_edu.cnn import matching_cnn
 from vit_edu.model import VisionTransformer
 from vit_edu.trace import count_parameters
-from vit_edu.train import PRESETS, evaluate, shapes_splits, train
-from vit_edu.train_bench import seconds_per_step
+from vit_edu.training import PRESETS, evaluate, shapes_splits, train
+from vit_edu.training.bench import seconds_per_step
+from vit_edu.training.cnn import matching_cnn
 from vit_edu.variants.distill import DistilledViT, teacher_logits, train_distilled
 
 GOAL = 0.995

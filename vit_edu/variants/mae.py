@@ -10,7 +10,7 @@ pixels. The loss is the mean squared error on the hidden patches only, against p
 (mean 0, variance 1 within each patch: the paper's ``norm_pix_loss``).
 
 After pre-training, ``MaskedAutoencoder.encoder`` is an ordinary ``VisionTransformer`` (its classification head
-never trained): chapter 16 probes and fine-tunes it with :mod:`vit_edu.train`. Left out, and said so there: the
+never trained): chapter 16 probes and fine-tunes it with :mod:`vit_edu.training`. Left out, and said so there: the
 paper's scale (ViT-L/H, 1600 epochs on ImageNet), its augmentation, and its layer-wise learning-rate decay.
 """
 

@@ -9,7 +9,7 @@ Per seed, on the shapes task of :mod:`vit_edu.data` (32×32 images, patches of 8
    Done for the pre-trained encoder and for the same encoder at its random initialisation (the same weights the
    pre-training started from);
 3. fine-tune (微调) the whole encoder with a new zero head on the same labelled images, ``--finetune-steps``
-   steps with :func:`vit_edu.train.train`, from the pre-trained weights and from random init (that is,
+   steps with :func:`vit_edu.training.train`, from the pre-trained weights and from random init (that is,
    supervised training from scratch) with the same recipe and steps; and, as a reference, supervised training
    from scratch with the same steps on all 20,000 labelled images.
 
@@ -38,7 +38,7 @@ from torch import nn
 from vit_edu._checks import check_positive_int
 from vit_edu.data import CLASS_NAMES, ImageSplit, ShapesDataset
 from vit_edu.model import VisionTransformer
-from vit_edu.train import PRESETS, TrainConfig, evaluate, make_optimizer, train
+from vit_edu.training import PRESETS, TrainConfig, evaluate, make_optimizer, train
 from vit_edu.variants.mae import MAEConfig, MaskedAutoencoder, save_mae
 
 # The shapes preset's input standardisation and patches, narrowed to D = 64 so three seeds fit the budget; fixed

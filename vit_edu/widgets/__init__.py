@@ -1,7 +1,7 @@
 """Interactive views: one pure ``view(**controls) -> (Figure, caption)`` per widget, shown two ways.
 
 In Jupyter, :func:`live` wraps a view in ipywidgets that re-render on every move. On the website, where
-no kernel runs, :func:`vit_edu.frames.frame_player` shows the same view precomputed over the control
+no kernel runs, :func:`vit_edu.widgets.frames.frame_player` shows the same view precomputed over the control
 values. :func:`explore` gives both from one cell: one output whose widget view Jupyter shows while the
 kernel runs, and whose HTML (the player) the website and any kernel-less viewer show. Tests sweep each
 view over its full control ranges.
@@ -15,7 +15,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from vit_edu.frames import Frame, control_title, figure_png_bytes, frame_player
+from vit_edu.widgets.frames import Frame, control_title, figure_png_bytes, frame_player
 
 # Shown under every live widget: a widget whose kernel has gone keeps its last picture and ignores its controls.
 RESTART_NOTE = (

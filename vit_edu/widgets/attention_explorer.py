@@ -18,13 +18,13 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from vit_edu.book.plotting import to_hwc
 from vit_edu.data import CLASS_NAMES, ShapesDataset
 from vit_edu.explain import (HEAD_FUSIONS, attention_rollout, cls_attention, fuse_heads, localisation_score,
                              object_fraction)
-from vit_edu.frames import problem_frame
 from vit_edu.model import VisionTransformer
-from vit_edu.plotting import to_hwc
-from vit_edu.train import CHECKPOINTS, load_checkpoint
+from vit_edu.training import CHECKPOINTS, load_checkpoint
+from vit_edu.widgets.frames import problem_frame
 
 CHECKPOINT = CHECKPOINTS / "shapes_vit.pt"
 SEED = 0  # the checkpoint was trained with seed 0; its test split is ShapesDataset("test", seed=0)

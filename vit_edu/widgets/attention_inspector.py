@@ -17,11 +17,11 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from vit_edu.book.plotting import to_hwc
 from vit_edu.config import ViTConfig
-from vit_edu.frames import problem_frame
-from vit_edu.images import sample_photo
+from vit_edu.data import sample_photo
 from vit_edu.model import VisionTransformer
-from vit_edu.plotting import to_hwc
+from vit_edu.widgets.frames import problem_frame
 
 IMAGE_SIZE = 96
 PATCH_SIZE = 16

@@ -15,8 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from vit_edu.frames import problem_frame
-from vit_edu.train import CHECKPOINTS
+from vit_edu.training import CHECKPOINTS
 from vit_edu.variants import clip_train
 from vit_edu.variants.clip import prompts as task_prompts
 from vit_edu.variants.clip import (
@@ -32,6 +31,7 @@ from vit_edu.variants.clip import (
     task_labels,
     zero_shot_probs,
 )
+from vit_edu.widgets.frames import problem_frame
 
 CHECKPOINT = CHECKPOINTS / "tiny_clip.pt"
 GROUPS = ("seen in training", "held out")

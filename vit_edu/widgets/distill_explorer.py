@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from matplotlib.figure import Figure
 
 from vit_edu.data import CLASS_NAMES
-from vit_edu.frames import problem_frame
 from vit_edu.variants.distill import distillation_loss, soft_distillation_term
+from vit_edu.widgets.frames import problem_frame
 
 LABEL = 0  # the image is a circle
 TEACHER = (5.0, 2.5, 0.5, -1.0)  # sure of "circle", and sees more of a square than of a cross in it

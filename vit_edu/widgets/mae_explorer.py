@@ -17,9 +17,9 @@ import torch
 from matplotlib.figure import Figure
 
 from vit_edu.data import CLASS_NAMES, ShapesDataset
-from vit_edu.frames import problem_frame
-from vit_edu.train import CHECKPOINTS
+from vit_edu.training import CHECKPOINTS
 from vit_edu.variants.mae import MaskedAutoencoder, load_mae, masked_patch_loss, normalized_patches
+from vit_edu.widgets.frames import problem_frame
 
 CHECKPOINT = CHECKPOINTS / "shapes_mae.pt"
 IMAGES = 6  # the first test images of seed 0

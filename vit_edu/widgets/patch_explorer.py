@@ -16,9 +16,9 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from vit_edu.images import sample_photo
+from vit_edu.book.plotting import show_patch_grid
+from vit_edu.data import sample_photo
 from vit_edu.patches import patchify
-from vit_edu.plotting import show_patch_grid
 
 CHANNELS = 3  # the photo is RGB
 

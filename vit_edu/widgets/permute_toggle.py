@@ -17,8 +17,8 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from vit_edu.images import sample_photo
-from vit_edu.plotting import to_hwc
+from vit_edu.book.plotting import to_hwc
+from vit_edu.data import sample_photo
 from vit_edu.widgets.toy_tracer import token_sources as trace_tokens
 
 IMAGE_SIZE = 224

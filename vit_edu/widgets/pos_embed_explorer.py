@@ -17,10 +17,10 @@ from matplotlib.patches import Rectangle
 
 from vit_edu.config import ViTConfig
 from vit_edu.explain import position_similarity
-from vit_edu.frames import problem_frame
 from vit_edu.model import VisionTransformer
 from vit_edu.position import sincos_2d
-from vit_edu.train import CHECKPOINTS, load_checkpoint
+from vit_edu.training import CHECKPOINTS, load_checkpoint
+from vit_edu.widgets.frames import problem_frame
 
 CHECKPOINT = CHECKPOINTS / "shapes_vit.pt"
 TABLES = ("trained", "untrained", "sin-cos")

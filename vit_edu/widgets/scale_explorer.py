@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
-from vit_edu.frames import problem_frame
+from vit_edu.widgets.frames import problem_frame
 
 NUM_KEYS = 197  # one query against every token of a ViT-B/16 sequence at 224×224
 SEED = 0

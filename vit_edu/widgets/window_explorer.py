@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from vit_edu.frames import problem_frame
 from vit_edu.variants.windows import receptive_field, window_groups
+from vit_edu.widgets.frames import problem_frame
 
 GRID = 8
 SHIFTS = ("every second layer (Swin)", "never")

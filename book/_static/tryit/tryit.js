@@ -1,5 +1,5 @@
 // "Try it": the book's trained ViT in the page, with ONNX Runtime Web (WebAssembly). No kernel, no network.
-// The model file and the example images are written by `make book` (python -m vit_edu.export) next to this
+// The model file and the example images are written by `make book` (python -m vit_edu.book.export) next to this
 // script. Every change of the input runs the model once and redraws every view from its outputs.
 (function () {
   "use strict";

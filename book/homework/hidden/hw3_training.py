@@ -24,7 +24,7 @@ GROWTH_TOL = 0.1  # relative, a ratio of weight sizes
 # ---------------------------------------------------------------- chapter 9
 
 cases.question("ch09_decay_split", answers=("decay_split",), public="check_decay_split",
-               references=("vit_edu.train.parameter_groups", "vit_edu.train.make_optimizer"))
+               references=("vit_edu.training.parameter_groups", "vit_edu.training.make_optimizer"))
 DECAY_MODELS = [
     {"pool": "mean", "pos_embed": "learned", "depth": 2, "seed": 31},
     {"pool": "cls", "pos_embed": "sincos", "qkv_bias": False, "frozen": ("blocks.0", "cls_token"), "seed": 32},
@@ -52,7 +52,7 @@ def _(got, key):
 
 
 cases.question("ch09_lr_schedule", answers=("lr_at",), public="check_lr_schedule",
-               references=("vit_edu.train.make_optimizer", "torch.optim.lr_scheduler.LinearLR",
+               references=("vit_edu.training.make_optimizer", "torch.optim.lr_scheduler.LinearLR",
                            "torch.optim.lr_scheduler.CosineAnnealingLR", "torch.optim.lr_scheduler.SequentialLR"))
 SCHEDULES = [(3e-4, 10, 50, 2e-5), (5e-4, 0, 25, 0.0), (2e-3, 7, 16, 0.0)]
 

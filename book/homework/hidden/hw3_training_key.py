@@ -17,7 +17,7 @@ from vit_edu import ViTConfig, VisionTransformer
 from vit_edu.data import ShapesDataset
 from vit_edu.explain import attention_rollout, localisation_score, object_fraction
 from vit_edu.position import interpolate_pos_embed
-from vit_edu.train import CHECKPOINTS, TrainConfig, load_checkpoint, make_optimizer, train
+from vit_edu.training import CHECKPOINTS, TrainConfig, load_checkpoint, make_optimizer, train
 
 
 def lr_runs() -> list[list[float]]:

@@ -21,7 +21,7 @@ from vit_edu.explain import attention_rollout, cls_attention, patch_distances, p
 from vit_edu.homework.feedback.common import as_tuple, call, close, expect_shape, fmt, require, seeded
 from vit_edu.model import VisionTransformer
 from vit_edu.position import interpolate_pos_embed
-from vit_edu.train import parameter_groups
+from vit_edu.training import parameter_groups
 
 __all__ = [
     "decay_model", "expect_decay_split", "check_decay_split",

@@ -1,6 +1,6 @@
 """Position-embedding ablation on the shapes task (cf. the ViT paper's Table 8): none, learned 1-D, sin-cos 2-D.
 
-``python -m vit_edu.ablation --seeds 0 1 --out vit_edu/checkpoints/pos_embed_ablation.json`` trains the preset
+``python -m vit_edu.training.pos_embed_ablation --seeds 0 1 --out vit_edu/checkpoints/pos_embed_ablation.json`` trains the preset
 once per kind and seed and stores the test accuracies (and training seconds) as a small JSON file.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from vit_edu.config import POS_EMBEDS
-from vit_edu.train import PRESETS, fit_preset
+from vit_edu.training import PRESETS, fit_preset
 
 
 def run(preset: str, seeds: list[int], **overrides) -> dict:

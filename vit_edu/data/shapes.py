@@ -12,29 +12,47 @@ object.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from torch.utils.data import Dataset
 
 from vit_edu._checks import check_positive_int
 
+
 CLASS_NAMES: tuple[str, ...] = ("circle", "square", "triangle", "cross")
+
+
 SPLITS: tuple[str, ...] = ("train", "val", "test")
+
+
 DEFAULT_SIZES: dict[str, int] = {"train": 5000, "val": 1000, "test": 1000}
+
+
 MIN_IMAGE_SIZE = 16
+
 
 # Object half-size r as a fraction of the image side, and the extent of the rotated shapes in units of r.
 _RADIUS_RANGE = (0.16, 0.30)
+
+
 _EXTENT = 1.25  # every class fits in a disc of radius 1.25·r around its centre, at any rotation
+
+
 _MAX_ROTATION = 0.35  # radians, about ±20°
+
+
 # Light objects on dark backgrounds: every channel of the object is at least 0.65 - 0.45 = 0.2 brighter than
 # the background (before noise). Colours are random, but the contrast always has the same sign, which lets a
 # small ViT learn the task in a few hundred steps.
 _BACKGROUND_MEAN = (0.15, 0.35)  # per-channel mean colour of the background
+
+
 _GRADIENT = 0.2  # the background colour changes by at most ±0.1 per channel around its mean
+
+
 _OBJECT_COLOUR = (0.65, 1.0)  # per-channel colour of the object and of the distractor
+
+
 _NOISE = 0.03  # standard deviation of the pixel noise
 
 
@@ -173,39 +191,3 @@ class ShapesDataset(Dataset):
     def __repr__(self) -> str:
         h, w = self.images.shape[-2:]
         return f"ShapesDataset(split={self.split!r}, size={len(self)}, image_size={h}×{w}, classes={self.classes})"
-
-
-@dataclass(frozen=True)
-class ImageSplit:
-    """Images ``(n, 3, H, W)`` in [0, 1], labels ``(n,)`` and class names: what :func:`vit_edu.train.train` reads."""
-
-    images: torch.Tensor
-    labels: torch.Tensor
-    classes: tuple[str, ...]
-
-    def __len__(self) -> int:
-        return len(self.labels)
-
-
-def load_cifar10(root: str | Path, split: str = "train") -> ImageSplit:
-    """CIFAR-10 from a local folder that holds ``cifar-10-batches-py`` (torchvision's ``CIFAR10``, no download).
-
-    For readers who already have the data set; the book itself never needs it. ``split`` is "train" (50,000
-    images) or "test" (10,000).
-    """
-    from torchvision.datasets import CIFAR10  # here, not at the top: torchvision takes seconds to import
-
-    if split not in ("train", "test"):
-        raise ValueError(f"CIFAR-10 split must be 'train' or 'test', got {split!r}")
-    folder = Path(root) / CIFAR10.base_folder
-    if not folder.is_dir():
-        raise ValueError(
-            f"no CIFAR-10 at {folder}: extract cifar-10-python.tar.gz into {Path(root)} first "
-            f"(nothing is downloaded at run time)"
-        )
-    try:
-        data = CIFAR10(str(root), train=split == "train", download=False)
-    except RuntimeError as error:  # torchvision's message for missing or corrupted files
-        raise ValueError(f"CIFAR-10 files in {folder} are missing or fail their checksum: {error}") from error
-    images = torch.from_numpy(data.data).permute(0, 3, 1, 2).float() / 255  # (n, 32, 32, 3) uint8 -> (n, 3, 32, 32)
-    return ImageSplit(images, torch.tensor(data.targets, dtype=torch.long), tuple(data.classes))

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import matplotlib.image as mpimg
 import numpy as np
 import torch
 import torch.nn.functional as F
-from matplotlib import cbook
 
 from vit_edu._checks import pair
 
@@ -16,6 +14,9 @@ def sample_photo(size: int | tuple[int, int] = 224) -> torch.Tensor:
 
     The photo is 512×600 (H×W); it is resized without cropping, so the aspect ratio changes slightly.
     """
+    import matplotlib.image as mpimg  # here, not at the top: vit_edu.data should not pull in matplotlib
+    from matplotlib import cbook
+
     height, width = pair(size, "size")
     with cbook.get_sample_data("grace_hopper.jpg") as f:
         pixels = mpimg.imread(f, format="jpg")  # (512, 600, 3) uint8

@@ -3,7 +3,7 @@
 Where ``vit_edu`` imports (``make lab``, Binder, any ``pip install``) the cell does nothing. Where it does not
 (Colab, a bare Jupyter) it installs the package with pip from ``VIT_EDU_SOURCE`` when that is set (a ``file://``
 path to a checkout or a wheel, or any pip URL), else from the repository that ``_config.yml`` names
-(``repository.url``). ``python -m vit_edu.launch`` rewrites the cell in every notebook after that setting
+(``repository.url``). ``python -m vit_edu.book.launch`` rewrites the cell in every notebook after that setting
 changes (``make book`` runs it); the tests check that every notebook carries the current cell.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 TAG = "vit-edu-setup"  # cell tag that marks the set-up cell
-ROOT = Path(__file__).resolve().parent.parent  # the checkout (editable install)
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (editable install)
 
 
 def repository(config_path: Path = ROOT / "_config.yml") -> tuple[str, str]:

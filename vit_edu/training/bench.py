@@ -1,6 +1,6 @@
 """Accuracy against training seconds on the shapes task: the ViT preset and a parameter-matched CNN.
 
-Run ``python -m vit_edu.train_bench [--seeds 0 1 2] [--out results.json]``. The ViT trains the preset's fixed
+Run ``python -m vit_edu.training.bench [--seeds 0 1 2] [--out results.json]``. The ViT trains the preset's fixed
 number of steps; the CNN gets the same data and recipe and as many steps as fit in the same seconds, set from
 the ratio of the two models' step times measured here (a ratio is steadier than an absolute probe). Prints
 validation accuracy as training proceeds and each model's test accuracy; ``--out`` keeps the curves as JSON.
@@ -17,11 +17,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from vit_edu.cnn import matching_cnn
 from vit_edu.data import ShapesDataset
 from vit_edu.model import VisionTransformer
-from vit_edu.train import PRESETS, TrainConfig, evaluate, make_optimizer, shapes_splits, train
 from vit_edu.trace import count_parameters
+from vit_edu.training import PRESETS, TrainConfig, evaluate, make_optimizer, shapes_splits, train
+from vit_edu.training.cnn import matching_cnn
 
 
 def seconds_per_step(model: nn.Module, train_set: ShapesDataset, cfg: TrainConfig, probe: int = 12,

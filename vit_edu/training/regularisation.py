@@ -1,6 +1,6 @@
 """Regularisation measured on the shapes task: none, crop + flip, label smoothing, CutMix, DropPath, over seeds.
 
-``python -m vit_edu.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json`` trains the
+``python -m vit_edu.training.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json`` trains the
 ``shapes-vit`` preset on a small training set (so that there is something to regularise) once per arm and seed,
 with a short budget, and stores test accuracy, test loss and seconds as a small JSON file that chapter 9 reads.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from vit_edu.train import fit_preset
+from vit_edu.training import fit_preset
 
 # Each arm changes one setting from the preset (whose label smoothing is 0 and which has no augmentation).
 ARMS: dict[str, dict] = {

@@ -7,7 +7,7 @@ One graph, four outputs for a batch of ``(B, C, H, W)`` images in [0, 1]:
 - ``pooled`` ``(L, B, D)``: after each block, the token the head reads (the CLS token, or the mean of the tokens);
 - ``lens_logits`` ``(L, B, K)``: :func:`vit_edu.explain.logit_lens`, the final LayerNorm and head applied to it.
 
-    python -m vit_edu.export --out shapes_vit.onnx --examples examples.json --reference reference.json
+    python -m vit_edu.book.export --out shapes_vit.onnx --examples examples.json --reference reference.json
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from torch import nn
 from vit_edu.data import CLASS_NAMES, ShapesDataset
 from vit_edu.explain import attention_rollout
 from vit_edu.model import VisionTransformer
-from vit_edu.train import CHECKPOINTS, load_checkpoint
+from vit_edu.training import CHECKPOINTS, load_checkpoint
 
 OUTPUTS = ("logits", "attentions", "pooled", "lens_logits")
 OPSET = 18

@@ -5,7 +5,7 @@ batches, at one constant learning rate, with and without a linear warm-up, over 
 amplifies float32 rounding, so its exact numbers change from CPU to CPU; the experiment therefore ships as
 ``checkpoints/norm_placement.json`` (``make checkpoints``), and chapter 7 plots it and asserts its claims.
 
-    python -m vit_edu.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
+    python -m vit_edu.training.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
 """
 
 from __future__ import annotations

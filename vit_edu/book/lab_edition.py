@@ -2,7 +2,7 @@
 
 On the website myst-nb pastes each ``{glue:text}`name``` from the notebook's committed outputs and turns
 ``{cite:p}`key``` into "(Author, year)". Jupyter Lab knows neither role, so a learner would read placeholders.
-``python -m vit_edu.lab_edition OUT`` (run by ``make lab``) copies the notebooks to ``OUT`` with both written
+``python -m vit_edu.book.lab_edition OUT`` (run by ``make lab``) copies the notebooks to ``OUT`` with both written
 into the Markdown cells; the code cells are unchanged, so running a copy recomputes everything. The numbers in
 the prose are those of the committed run (the cells that glue them print the fresh values).
 """

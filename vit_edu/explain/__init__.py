@@ -1,0 +1,26 @@
+"""Reading a trained ViT (chapters 10 and 11): CLS attention, attention rollout, occlusion, localisation scores,
+attention distance, position similarity, the logit lens.
+
+These are measurements, not explanations. Attention weights say how tokens are mixed inside one layer; what the
+model does with the mixture (values, MLPs, residual paths) is not in them. The localisation score and occlusion
+sensitivity turn "the map looks right" into numbers that can be compared with a baseline.
+"""
+
+from vit_edu.explain.attention_maps import HEAD_FUSIONS, attention_rollout, cls_attention, fuse_heads
+from vit_edu.explain.distances import mean_attention_distance, patch_distances, position_similarity
+from vit_edu.explain.localisation import localisation_score, object_fraction, occlusion_sensitivity
+from vit_edu.explain.logit_lens import logit_lens
+
+__all__ = [
+    "HEAD_FUSIONS",
+    "attention_rollout",
+    "cls_attention",
+    "fuse_heads",
+    "localisation_score",
+    "logit_lens",
+    "mean_attention_distance",
+    "object_fraction",
+    "occlusion_sensitivity",
+    "patch_distances",
+    "position_similarity",
+]
