@@ -111,7 +111,7 @@ checkpoints: $(STAMP)
 	$(PY) -m vit_edu.training.bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.attention_cost --out vit_edu/checkpoints/attention_cost.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.data_efficiency --seeds 0 1 2 --out vit_edu/checkpoints/data_efficiency.json
-	$(PY) -m vit_edu.variants.distill_bench --out vit_edu/checkpoints/distill_bench.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.distill_bench --seeds 0 1 2 --out vit_edu/checkpoints/distill_bench.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.mae_pretrain --seeds 0 1 2 --out vit_edu/checkpoints/mae_probe.json \
 	  --checkpoint vit_edu/checkpoints/shapes_mae.pt
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.clip_train --seeds 0 1 2 --out vit_edu/checkpoints/tiny_clip.json \

@@ -1,6 +1,7 @@
 """vit_edu.variants.distill: the distillation token's model, the DeiT loss (hard and soft), the teacher's logits and a
 short distilled training run; and the shapes of the shipped results that chapter 15 reads."""
 
+import dataclasses
 import json
 import math
 
@@ -19,6 +20,7 @@ from vit_edu.variants.distill import (
     teacher_logits,
     train_distilled,
 )
+from vit_edu.variants.distill_bench import GOAL, MODELS, STUDENT
 
 TINY = ViTConfig(image_size=16, patch_size=8, num_classes=3, embed_dim=16, depth=2, num_heads=2, mlp_dim=32)
 
@@ -194,11 +196,36 @@ def test_shipped_data_efficiency_results():
 
 def test_shipped_bench_result_is_consistent():
     data = json.loads((CHECKPOINTS / "distill_bench.json").read_text())
-    res, goal = data["results"], data["goal"]
-    assert set(res) == {"CNN", "ViT", "distilled ViT"}
-    assert goal["accuracy_met"] == (res["distilled ViT"]["accuracy"] >= goal["accuracy"] == 0.995)
-    assert goal["time_met"] == (res["distilled ViT"]["seconds"] <= res["CNN"]["seconds"])
-    assert goal["met"] == (goal["accuracy_met"] and goal["time_met"])
+    setting, runs = data["setting"], data["runs"]
+    assert [run["seed"] for run in runs] == setting["seeds"] and len(runs) >= 3
+    assert setting["goal_accuracy"] == GOAL == 0.995
+    assert setting["student"] == {"embed_dim": STUDENT.embed_dim, "depth": STUDENT.depth,
+                                  "num_heads": STUDENT.num_heads, "mlp_dim": STUDENT.mlp_dim}
+    for run in runs:
+        res, goal = run["results"], run["goal"]
+        assert set(res) == set(MODELS)
+        assert res["CNN"]["steps"] == setting["cnn_steps"]
+        assert res["narrow ViT"]["parameters"] < res["ViT"]["parameters"]
+        assert res["distilled ViT"]["parameters"] > res["narrow ViT"]["parameters"]  # the token and the second head
+        assert goal["accuracy_met"] == (res["distilled ViT"]["accuracy"] >= GOAL)
+        assert goal["time_met"] == (res["distilled ViT"]["seconds"] <= res["CNN"]["seconds"])
+        assert goal["met"] == (goal["accuracy_met"] and goal["time_met"])
+
+
+def test_bench_runs_every_model_on_a_tiny_budget(monkeypatch, tmp_path):
+    """The bench end to end, shrunk: a few steps on a few images, and the JSON the chapter reads."""
+    from vit_edu.variants import distill_bench
+
+    small = dataclasses.replace(distill_bench.RECIPE, train_size=64, warmup_steps=1, batch_size=8)
+    monkeypatch.setattr(distill_bench, "RECIPE", small)
+    monkeypatch.setattr(distill_bench, "seconds_per_step", lambda model, train_set, cfg: 1.0)
+    out = tmp_path / "bench.json"
+    distill_bench.main(["--seeds", "0", "--cnn-steps", "3", "--out", str(out)])
+    (run,) = json.loads(out.read_text())["runs"]
+    assert set(run["results"]) == set(MODELS)
+    assert all(r["steps"] == 3 and 0 <= r["accuracy"] <= 1 for r in run["results"].values())
+    assert 0 <= run["teacher_agreement"] <= 1
+    assert run["teacher_seconds"] >= 0 and set(run["goal"]) == {"accuracy_met", "time_met", "met"}
 
 
 def _result_file(path, seeds, vit_steps=800):
