@@ -10,7 +10,8 @@ true of its image. The image encoder is the package's :class:`vit_edu.VisionTran
 projected); the text encoder is a small Transformer as in CLIP: token and position embeddings, pre-LN blocks
 built from :class:`vit_edu.MultiHeadSelfAttention` and :class:`vit_edu.block.MLP` under a causal mask, and the
 features of the end-of-text token, projected. Left out: CLIP's byte-pair tokeniser (a word list suffices for
-captions of 13 words), its scale (400 million pairs, batches of 32,768) and its image augmentations.
+captions of at most 7 words drawn from 15), its scale (400 million pairs, batches of 32,768) and its image
+augmentations.
 """
 
 from __future__ import annotations

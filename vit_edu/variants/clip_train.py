@@ -42,7 +42,7 @@ HELD_OUT: tuple[tuple[str, str], ...] = (("red", "circle"), ("green", "square"),
 SEEN: tuple[tuple[str, str], ...] = tuple(c for c in all_combos() if c not in HELD_OUT)
 TASKS = ("shape", "colour", "combination")
 CHANCE = {"shape": 1 / len(SHAPES), "colour": 1 / len(COLOURS), "combination": 1 / len(all_combos())}
-# Sized for about 2 minutes a seed on one CPU thread (3 seeds in under 8 minutes).
+# Sized for about a minute of training a seed on one CPU thread (the JSON records each seed's train_seconds).
 RUN = TrainConfig(steps=1000, batch_size=64, lr=2e-3, weight_decay=0.1, warmup_steps=60, label_smoothing=0.0,
                   train_size=10_000, eval_every=1000)
 TEST_SIZE = 1000  # test images of the seen combinations, and as many of the held-out ones

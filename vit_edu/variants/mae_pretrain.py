@@ -13,7 +13,7 @@ Per seed, on the shapes task of :mod:`vit_edu.data` (32×32 images, patches of 8
    supervised training from scratch) with the same recipe and steps; and, as a reference, supervised training
    from scratch with the same steps on all 20,000 labelled images.
 
-Shrunk to fit about 8 minutes on ONE thread for three seeds (the chapter says so; the JSON records both the
+Shrunk to fit minutes, not hours, on ONE thread for three seeds (the chapter says how many; the JSON records both the
 wall-clock seconds and the process's CPU seconds, which on a shared machine are the ones to compare): a tiny encoder, 1200
 pre-training steps of 64 images (about 4 passes over the images; the paper trains for 800–1600 epochs on
 ImageNet), probes and fine-tunes of a few hundred steps. The pre-trained MAE of the first seed is saved (weights

@@ -27,7 +27,8 @@ CONTROLS: dict[str, list] = {
     "row": list(range(GRID)),
     "column": list(range(GRID)),
 }
-# The website's player: windows of 2 and 4, shift or not, four layers, two tokens (a corner one and an inner one).
+# The website's player: windows of 2 and 4, shift or not, four layers, four tokens (rows 0 and 3 by columns 0 and 2:
+# a corner, two edges and an inner one).
 SITE_CONTROLS: dict[str, list] = {
     "window_size": [2, 4],
     "shifted_windows": list(SHIFTS),
