@@ -60,6 +60,13 @@ class _BothHeads(nn.Module):
         return cls_logits + dist_logits
 
 
+def _result(model: nn.Module, steps: int, history: list[dict], test_set) -> dict:
+    """One model's row: steps, training seconds, test accuracy and parameter count."""
+    return {"steps": steps, "seconds": history[-1]["seconds"],
+            "accuracy": evaluate(model, test_set.images, test_set.labels)["accuracy"],
+            "parameters": count_parameters(model)}
+
+
 def run_seed(seed: int, cnn_steps: int, kind: str) -> dict:
     """One seed of the comparison: every model's steps, seconds and test accuracy, and the teacher's seconds."""
     base = dataclasses.replace(RECIPE, seed=seed)
@@ -77,9 +84,7 @@ def run_seed(seed: int, cnn_steps: int, kind: str) -> dict:
     cnn_cfg = dataclasses.replace(base, steps=cnn_steps, warmup_steps=min(base.warmup_steps, cnn_steps - 1),
                                   eval_every=cnn_steps)
     history = train(cnn, train_set, val_set, cnn_cfg, progress=False)
-    results = {"CNN": {"steps": cnn_steps, "seconds": history[-1]["seconds"],
-                       "accuracy": evaluate(cnn, test_set.images, test_set.labels)["accuracy"],
-                       "parameters": count_parameters(cnn)}}
+    results = {"CNN": _result(cnn, cnn_steps, history, test_set)}
     start = time.perf_counter()
     targets = teacher_logits(cnn, train_set.images)
     teacher_seconds = round(time.perf_counter() - start, 2)
@@ -93,9 +98,7 @@ def run_seed(seed: int, cnn_steps: int, kind: str) -> dict:
             history = train_distilled(model, targets, train_set, val_set, cfg, kind=kind)
         else:
             history = train(model, train_set, val_set, cfg, progress=False)
-        results[name] = {"steps": steps, "seconds": history[-1]["seconds"],
-                         "accuracy": evaluate(model, test_set.images, test_set.labels)["accuracy"],
-                         "parameters": count_parameters(model)}
+        results[name] = _result(model, steps, history, test_set)
     for name in MODELS:
         r = results[name]
         print(f"seed {seed} {name:14s} {r['steps']:5d} steps {r['seconds']:6.1f} s {100 * r['accuracy']:.1f}%", flush=True)
