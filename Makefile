@@ -19,7 +19,7 @@ MATHJAX := book/_static/mathjax/.copied
 ORT := book/_static/ort/.copied
 TRYIT := book/_static/tryit/shapes_vit.onnx
 
-.PHONY: book test unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework grade book-instructor test-homework bench-grade
+.PHONY: book test unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework homework-public grade book-instructor test-homework bench-grade
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -117,9 +117,9 @@ checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.clip_train --seeds 0 1 2 --out vit_edu/checkpoints/tiny_clip.json \
 	  --model vit_edu/checkpoints/tiny_clip.pt
 
-# Student notebooks (no solutions, no hidden tests) for the site and for students, the autograder zips, and the
-# masters with their hidden tests for the instructor's site.
-$(HOMEWORK_BUILT): $(STAMP) $(HOMEWORK) $(wildcard vit_edu/homework/*.py vit_edu/homework/feedback/*.py)
+# Student notebooks (no solutions, no hidden checks) for the site and for students, and the masters without
+# hidden checks for the instructor's site. No secret needed: nothing here holds a hidden input.
+$(HOMEWORK_BUILT): $(STAMP) $(HOMEWORK) $(wildcard vit_edu/homework/*.py vit_edu/homework/public/*.json)
 	rm -rf _build/homework book/homework/student book/homework/instructor
 	$(PY) -m vit_edu.homework.build book/homework _build/homework
 	mkdir -p book/homework/student book/homework/instructor
@@ -127,16 +127,39 @@ $(HOMEWORK_BUILT): $(STAMP) $(HOMEWORK) $(wildcard vit_edu/homework/*.py vit_edu
 	cp _build/homework/masters/*.ipynb book/homework/instructor/
 	touch $@
 
-homework: $(HOMEWORK_BUILT)
-	@echo "Student notebooks: _build/homework/student; autograders: _build/homework/autograder"
+# The course's secret: every hidden input is drawn from it, so the repository alone tells nobody a hidden input.
+# Keep it outside the repository: make homework HOMEWORK_SECRET_FILE=~/course.secret (or HOMEWORK_SECRET=...).
+HOMEWORK_SECRET ?=
+HOMEWORK_SECRET_FILE ?=
+GRADING := _build/grading
+define need_secret
+@test -n "$(HOMEWORK_SECRET)$(HOMEWORK_SECRET_FILE)" || { echo "$(1) needs the course's secret, from which every \
+hidden input is drawn: HOMEWORK_SECRET_FILE=path (kept outside the repository) or HOMEWORK_SECRET=..."; exit 2; }
+endef
 
-# make grade SUBMISSIONS=folder [GRADES=file.csv] [JOBS=2]: one CSV row and one feedback file per notebook, each
-# graded in its own bubblewrap sandbox; the folder is never modified.
+# make homework [HOMEWORK_SECRET_FILE=...]: the student notebooks; with the secret, also the autograder zips
+# (hidden checks drawn from it) in _build/grading/autograder, for Gradescope or make grade.
+homework: $(HOMEWORK_BUILT)
+	@if [ -n "$(HOMEWORK_SECRET)$(HOMEWORK_SECRET_FILE)" ]; then \
+	  HOMEWORK_SECRET="$(HOMEWORK_SECRET)" $(PY) -m vit_edu.homework.build book/homework $(GRADING) \
+	    $(if $(HOMEWORK_SECRET_FILE),--secret-file "$(HOMEWORK_SECRET_FILE)"); fi
+	@echo "Student notebooks: _build/homework/student; autograders (with the secret): $(GRADING)/autograder"
+
+# The public examples shipped with the package (vit_edu/homework/public/*.json), from the instructor's modules.
+homework-public: $(STAMP)
+	$(PY) -m vit_edu.homework.build book/homework --public
+
+# make grade SUBMISSIONS=folder HOMEWORK_SECRET_FILE=... [GRADES=file.csv] [JOBS=2]: one CSV row, one feedback
+# file and one executed notebook per notebook, each question graded in a sandbox of its own; the folder is never
+# modified.
 JOBS ?= 1
-grade: $(HOMEWORK_BUILT)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks [GRADES=grades.csv] [JOBS=2]"; exit 2; }
-	$(PY) -m vit_edu.homework.grade "$(SUBMISSIONS)" --autograder-dir _build/homework/autograder --out "$(GRADES)" \
-	  --jobs $(JOBS)
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks HOMEWORK_SECRET_FILE=path \
+	[GRADES=grades.csv] [JOBS=2]"; exit 2; }
+	$(call need_secret,make grade)
+	@HOMEWORK_SECRET="$(HOMEWORK_SECRET)" $(PY) -m vit_edu.homework.build book/homework $(GRADING) \
+	  $(if $(HOMEWORK_SECRET_FILE),--secret-file "$(HOMEWORK_SECRET_FILE)")
+	$(PY) -m vit_edu.homework.grade "$(SUBMISSIONS)" --homework-dir $(GRADING) --out "$(GRADES)" --jobs $(JOBS)
 
 # The site with the homework masters (solutions, hidden tests) in place of the student pages.
 book-instructor: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
@@ -147,11 +170,11 @@ book-instructor: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
 
 # The homework tests alone (they are also part of make unit / make test).
 test-homework: $(STAMP)
-	$(PY) -m pytest tests/test_homework.py tests/test_gradescope.py 'tests/test_feedback_*.py' -q -p no:cacheprovider \
-	  --timeout=900
+	$(PY) -m pytest tests/test_homework.py tests/test_gradescope.py tests/test_sandbox.py tests/test_copies.py \
+	  tests/test_plain.py tests/test_checks.py tests/test_strip.py tests/test_feedback_*.py -q -p no:cacheprovider --timeout=900
 
-# Grading throughput (--jobs 1 and 2), memory per submission and the sandbox's start-up cost (a benchmark).
-bench-grade: $(HOMEWORK_BUILT)
+# Grading throughput (--jobs 1 and 2), the cost of the per-question processes, peak memory (a benchmark).
+bench-grade: $(STAMP)
 	$(PY) tests/bench_grade.py
 
 clean:

@@ -1,34 +1,65 @@
-"""What must stay in the instructor's build: each homework's hidden inputs and its answer key's values.
+"""What must stay in the instructor's build: the code of each homework's instructor module and its answers.
 
-The hidden inputs are the tuples of three or more numbers written in ``book/homework/hidden/<name>.py`` (image
-sizes, seeds, shapes); the key's values are its JSON entries as they would be written. Tests look for them in the
-wheel, the student notebooks and the site.
+Hidden inputs are drawn from a course's secret at build time, so no file of the repository holds one; what the
+student side must still never hold is the instructor's side itself: the reference code of
+``book/homework/hidden/<name>.py`` (its code lines) and the answers of the by-hand and reading questions (the
+master's solution lines). Tests look for them in the wheel, the student notebooks and the site.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 
-HIDDEN = Path(__file__).resolve().parents[1] / "book" / "homework" / "hidden"
+import nbformat
+
+HOMEWORK = Path(__file__).resolve().parents[1] / "book" / "homework"
 
 
 def secrets(name: str) -> set[str]:
-    """The hidden values of homework ``name`` as text (``"40, 56, 8, 1"``, ``'"b": "learning_rate"'``)."""
-    found = set()
-    for node in ast.walk(ast.parse((HIDDEN / f"{name}.py").read_text())):
-        if isinstance(node, ast.Tuple) and len(node.elts) >= 3 and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
-                for e in node.elts):
-            found.add(", ".join(str(e.value) for e in node.elts))
-    key = HIDDEN / f"{name}_key.json"
-    if key.exists():
-        for k, v in json.loads(key.read_text()).items():
-            found.add(json.dumps({k: v})[1:-1])
-    return found
+    """Lines only the instructor's side of homework ``name`` holds: its module's statements of 40 characters or
+    more, and the master's solution lines of that length (``# SOLUTION`` lines and the code between
+    ``# BEGIN SOLUTION`` and ``# END SOLUTION``), less what the master shows students anyway and the package's
+    own code and chapters."""
+    module = (HOMEWORK / "hidden" / f"{name}.py").read_text()
+    found = {ast.get_source_segment(module, node).split("\n")[0].strip()
+             for node in ast.walk(ast.parse(module)) if isinstance(node, ast.stmt)}
+    master = (HOMEWORK / f"{name}.ipynb").read_text()
+
+    shown = []  # what the master shows students: everything but its solutions
+    for cell in nbformat.reads(master, as_version=4).cells:
+        inside = False
+        for line in cell.source.splitlines():
+            stripped = line.strip()
+            if cell.cell_type != "code":
+                shown.append(stripped)
+            elif stripped == "# BEGIN SOLUTION":
+                inside = True
+            elif stripped == "# END SOLUTION":
+                inside = False
+            elif inside or stripped.endswith("# SOLUTION"):
+                found.add(stripped.removesuffix("# SOLUTION").strip())
+            else:
+                shown.append(stripped)
+    # ... and less the book's own code: a solution may share a line with the package and the chapters students read.
+    root = HOMEWORK.parents[1]
+    shown += [line for p in (*(root / "vit_edu").rglob("*.py"), *(root / "book").glob("*.ipynb"))
+              for line in lines_of(p.read_text())]
+    shown_text = "\n".join(shown)
+    return {s for s in found if len(s) >= 40 and s not in shown_text and not s.startswith(("import ", "from ", '"""'))}
+
+
+def lines_of(text: str) -> set[str]:
+    """The stripped lines of ``text``, also where it is a notebook's JSON (lines as quoted strings) or HTML."""
+    import html
+
+    lines = set()
+    for line in html.unescape(text).replace("\\n", "\n").split("\n"):
+        lines.add(line.strip().strip('",').replace('\\"', '"').strip())
+    return lines
 
 
 def leaks(text: str, names: list[str]) -> list[str]:
-    """The hidden values of ``names`` that appear in ``text``."""
-    return sorted(s for name in names for s in secrets(name) if s in text)
+    """The instructor-only lines of ``names`` that are lines of ``text``."""
+    found = lines_of(text)
+    return sorted(s for name in names for s in secrets(name) if s in found)

@@ -1,14 +1,16 @@
-"""Homework 4's checks: the public checks pass the master's answers and name the classic mistakes, the hidden judges
-pass the master's solutions and fail the mistakes with the intended partial marks, and calling the book's
-reference in ``vit_edu.variants`` scores nothing.
+"""Homework 4's checks as data: the public checks pass the master's answers and name each classic mistake; the
+hidden checks, drawn from two secrets, give the master full marks and each mistake its hint and partial marks;
+the shipped public data holds no hidden value and is what ``make()`` gives now.
 
-Fast: the answers (the master's solution cells, and mistakes written here) run in this process, as they would in
-the student's kernel; ``tests/test_homework.py`` grades the master notebook end to end.
+The master's answers are the code cells of ``book/homework/hw4_beyond.ipynb`` (its set-up and solutions), run in
+this process; the mistakes are written out below. Hidden examples are judged as the grader judges them: the
+answer's output encoded and decoded, the example read back from its JSON.
 """
 
 from __future__ import annotations
 
-import re
+import importlib
+import json
 from pathlib import Path
 
 import nbformat
@@ -16,372 +18,485 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import vit_edu
 from vit_edu import variants
-from vit_edu.homework.feedback import hw4
-from vit_edu.homework.grade import load_module
+from vit_edu.homework import scan
+from vit_edu.homework.assignment import drawer
+from vit_edu.homework.build import load_module, public_draw
+from vit_edu.homework.checks import PUBLIC, check
+from vit_edu.homework.plain import decode
 
-import homework_helpers
-from homework_helpers import master_solutions
+from homework_helpers import in_process_grade as grade, master_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "hw4_beyond"
 MASTER = ROOT / "book" / "homework" / f"{NAME}.ipynb"
-HIDDEN = ROOT / "book" / "homework" / "hidden"
-CASES = load_module(f"hidden_{NAME}", (HIDDEN / f"{NAME}.py").read_text()).cases
-GLOBALS = {"torch": torch, "F": F, "vit_edu": vit_edu, "variants": variants}
+SECRETS = ("secret-one-xyz", "another-secret-42")
+POINTS = {"ch14_window_partition": 2, "ch14_window_reverse": 2, "ch14_shift_mask": 4, "ch14_pairs_kept": 2,
+          "ch15_deit_loss": 4, "ch16_masking": 3, "ch16_unshuffle": 2, "ch17_contrastive": 3}
 
 
-SOLUTIONS = master_solutions(MASTER)
+# ---------------------------------------------------------------- fixtures: built once per module
 
 
-def define(*sources: str, ns: dict | None = None) -> dict:
-    """The names the cells define, in order (their trailing demo expressions run too, harmlessly)."""
-    ns = dict(GLOBALS) if ns is None else ns
-    for source in sources:
-        exec(compile(source, "<answer>", "exec"), ns)
-    return ns
+@pytest.fixture(scope="module")
+def hidden():
+    """The instructor's module."""
+    return load_module(f"hidden_{NAME}", ROOT / "book" / "homework" / "hidden" / f"{NAME}.py")
 
 
-MASTER_NS = define(*SOLUTIONS.values())
+@pytest.fixture(scope="module")
+def assignments(hidden):
+    """The assignment built with each of two secrets."""
+    return {secret: hidden.make(drawer(secret, NAME)) for secret in SECRETS}
 
 
-def with_answer(source: str) -> dict:
-    """The master's answers with one replaced by ``source``."""
-    return define(source, ns={**MASTER_NS})
+@pytest.fixture(scope="module")
+def master():
+    """The master\'s answers: its set-up and solution cells run in one namespace, as in the notebook."""
+    return master_namespace(MASTER)
 
 
-def score(question: str, ns: dict) -> float:
-    return homework_helpers.score(CASES, question, ns)
+def answers_of(assignment, question: str, ns: dict) -> dict:
+    return {a: ns.get(a) for a in assignment.questions[question].answers}
 
 
-def possible(question: str) -> float:
-    return sum(CASES.points(question))
+# ---------------------------------------------------------------- the classic mistakes
 
 
-def public(question: str, ns: dict) -> None:
-    check, answer = CASES.public[question]
-    getattr(hw4, check)(ns.get(answer))
+def cut(x: torch.Tensor, grid, window) -> torch.Tensor:
+    """A right ``partition_windows``, for the mistakes of the later questions."""
+    (h, w), (mh, mw) = grid, window
+    b, _, c = x.shape
+    return x.reshape(b, h // mh, mh, w // mw, mw, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, mh * mw, c)
+
+
+def partition_with(slip: str):
+    """A ``partition_windows`` with one slip: a plain reshape, columns first inside a window, windows column by
+    column, the tokens read column by column, the window's sides swapped, square windows."""
+    def partition_windows(tokens, grid, window):
+        (h, w), (mh, mw) = grid, window
+        b, _, c = tokens.shape
+        x = tokens.reshape(b, h // mh, mh, w // mw, mw, c)
+        if slip == "plain":
+            return tokens.reshape(-1, mh * mw, c)
+        if slip == "columns first":
+            return x.permute(0, 1, 3, 4, 2, 5).reshape(-1, mh * mw, c)
+        if slip == "windows by column":
+            return x.permute(0, 3, 1, 2, 4, 5).reshape(-1, mh * mw, c)
+        if slip == "transposed":
+            return cut(tokens.reshape(b, w, h, c).transpose(1, 2).reshape(b, h * w, c), grid, window)
+        if slip == "sides swapped":
+            return cut(tokens, grid, (mw, mh))
+        return cut(tokens, grid, (mh, mh))  # square windows only
+    return partition_windows
+
+
+def merge_with(slip: str):
+    """A ``merge_windows`` with one slip: a plain reshape, or the right tokens in the wrong places."""
+    def merge_windows(windows, grid, window):
+        (h, w), (mh, mw), c = grid, window, windows.shape[-1]
+        if slip == "plain":
+            return windows.reshape(-1, h * w, c)
+        x = windows.reshape(-1, h // mh, w // mw, mh, mw, c)
+        return x.permute(0, 2, 3, 1, 4, 5).reshape(x.shape[0], h * w, c)
+    return merge_windows
+
+
+def mask_with(slip: str):
+    """A ``shifted_mask`` with one slip: the first rows wrapped, the shifts swapped, the columns ignored, every pair
+    allowed, or a float mask."""
+    def shifted_mask(grid, window, shift):
+        (h, w), (sh, sw) = grid, shift
+        if slip == "all true":
+            return torch.ones((h // window[0]) * (w // window[1]), window[0] * window[1], window[0] * window[1],
+                              dtype=torch.bool)
+        if slip == "swapped":
+            sh, sw = sw, sh
+        rows = torch.arange(h) < sh if slip == "first rows" else torch.arange(h) >= h - sh
+        cols = torch.arange(w) < sw if slip == "first rows" else torch.arange(w) >= w - sw
+        if slip == "rows only":
+            cols = torch.zeros(w, dtype=torch.bool)
+        side = 2 * rows[:, None].long() + cols[None, :].long()
+        per_window = cut(side.reshape(1, h * w, 1), grid, window)[..., 0]
+        same = per_window[:, :, None] == per_window[:, None, :]
+        return same.float() if slip == "float" else same
+    return shifted_mask
+
+
+def deit_with(label="paper", hard="plain", soft="batchmean", detach=True, swap_alpha=False, as_float=False,
+              no_grad=False):
+    """A ``deit_loss`` with one slip: the labels' smoothing (``label``: "paper", "torch" or "none"), the hard
+    term's (``hard``: "plain", "paper" or "torch" smoothing, or "probs"), the soft term's ("batchmean", "no tau2",
+    "deit code", "reversed", "cls head"), no detach, α swapped, a float returned, or no gradient."""
+    def smoothed(logits, targets, eps, how):
+        if how == "torch":
+            return F.cross_entropy(logits, targets, label_smoothing=eps)
+        if how in ("none", "plain"):
+            return F.cross_entropy(logits, targets)
+        k = logits.shape[-1]
+        q = torch.full_like(logits, eps / (k - 1)).scatter(1, targets[:, None], 1 - eps)
+        return -(q * logits.log_softmax(-1)).sum(-1).mean()
+
+    def kl(student, teacher, tau, reduction="batchmean"):
+        return F.kl_div((student / tau).log_softmax(-1), (teacher / tau).log_softmax(-1), reduction=reduction,
+                        log_target=True)
+
+    def deit_loss(cls_logits, dist_logits, labels, teacher_logits, kind, alpha, tau, smoothing):
+        t = teacher_logits.detach() if detach else teacher_logits
+        label_term = smoothed(cls_logits, labels, smoothing, label)
+        if kind == "hard":
+            if hard == "probs":
+                teacher_term = F.cross_entropy(dist_logits, t.softmax(-1))
+            else:
+                teacher_term = smoothed(dist_logits, t.argmax(-1), smoothing, hard)
+        else:
+            teacher_term = tau**2 * {"batchmean": lambda: kl(dist_logits, t, tau),
+                                     "no tau2": lambda: kl(dist_logits, t, tau) / tau**2,
+                                     "deit code": lambda: kl(dist_logits, t, tau, "sum") / dist_logits.numel(),
+                                     "reversed": lambda: kl(t, dist_logits, tau),
+                                     "cls head": lambda: kl(cls_logits, t, tau)}[soft]()
+        a = 1 - alpha if swap_alpha else alpha
+        loss = (1 - a) * label_term + a * teacher_term
+        return loss.item() if as_float else loss.detach() if no_grad else loss
+    return deit_loss
+
+
+def masking_with(slip: str):
+    """A ``mask_tokens`` with one slip: image order, the largest noise, the shuffle for its inverse, K rounded,
+    K from the ratio of visible patches, the prefix dropped, the mask in the shuffled order or flipped."""
+    def mask_tokens(tokens, noise, mask_ratio, prefix):
+        b, n = noise.shape
+        d = tokens.shape[-1]
+        keep = {"rounded": round(n * (1 - mask_ratio)), "ratio kept": int(n * mask_ratio)}.get(
+            slip, int(n * (1 - mask_ratio)))
+        order = noise.argsort(dim=1, descending=slip == "largest")
+        ids_restore = order.argsort(dim=1)
+        ids_keep = order[:, :keep].sort(dim=1).values if slip == "image order" else order[:, :keep]
+        kept = torch.gather(tokens[:, prefix:], 1, ids_keep[:, :, None].expand(-1, -1, d))
+        mask = (ids_restore < keep if slip == "flipped mask" else ids_restore >= keep).float()
+        front = tokens[:, :0] if slip == "no prefix" else tokens[:, :prefix]
+        return (torch.cat([front, kept], dim=1), mask.sort(dim=1).values if slip == "shuffled mask" else mask,
+                order if slip == "shuffle" else ids_restore)
+    return mask_tokens
+
+
+def unshuffle_with(slip: str):
+    """An ``unshuffle`` with one slip: a gather with the shuffle, the mask tokens first, zeros."""
+    def unshuffle(visible, ids_shuffle, mask_token):
+        b, k, d = visible.shape
+        n = ids_shuffle.shape[1]
+        filler = visible.new_zeros(b, n - k, d) if slip == "zeros" else mask_token.expand(b, n - k, d)
+        shuffled = torch.cat([filler, visible] if slip == "mask first" else [visible, filler], dim=1)
+        index = ids_shuffle[:, :, None].expand(-1, -1, d)
+        if slip == "gather":
+            return torch.gather(shuffled, 1, index)
+        return torch.zeros_like(shuffled).scatter(1, index, shuffled)
+    return unshuffle
+
+
+def contrastive_with(slip: str):
+    """A ``group_contrastive_loss`` with one slip: the diagonal only, no normalising, a multi-hot target, one
+    direction, the two directions added, no scale."""
+    def group_contrastive_loss(image_emb, text_emb, scale, groups):
+        if slip != "not normalised":
+            image_emb, text_emb = F.normalize(image_emb, dim=-1), F.normalize(text_emb, dim=-1)
+        logits = (1.0 if slip == "no scale" else scale) * image_emb @ text_emb.T
+        same = (groups[:, None] == groups[None, :]).float()
+        target = {"diagonal": torch.eye(len(groups)), "multi-hot": same}.get(slip, same / same.sum(1, keepdim=True))
+        rows = -(target * logits.log_softmax(dim=1)).sum(dim=1).mean()
+        cols = -(target * logits.log_softmax(dim=0)).sum(dim=0).mean()
+        return {"one way": rows, "added": rows + cols}.get(slip, (rows + cols) / 2)
+    return group_contrastive_loss
+
+
+# label: (question, answers changed, points its hidden checks then give, hint words, whether the public check names
+# it: True, False (it passes) or "fails" (without the hint))
+MISTAKES = {
+    "partition: plain reshape": ("ch14_window_partition", {"partition_windows": partition_with("plain")}, 0,
+                                 "a plain reshape", True),
+    "partition: columns first": ("ch14_window_partition", {"partition_windows": partition_with("columns first")}, 0,
+                                 "inside a window, tokens go row by row", True),
+    "partition: windows by column": ("ch14_window_partition", {"partition_windows": partition_with(
+        "windows by column")}, 0, "the right windows in the wrong order", True),
+    "partition: tokens by column": ("ch14_window_partition", {"partition_windows": partition_with("transposed")}, 0,
+                                    "token i sits in row i // W", True),
+    "partition: sides swapped": ("ch14_window_partition", {"partition_windows": partition_with("sides swapped")}, 1,
+                                 "mh rows high and mw columns wide", "fails"),  # 2×3 cannot cut 4 rows 3 high
+    "partition: square windows": ("ch14_window_partition", {"partition_windows": partition_with("square")}, 1, "",
+                                  True),
+    "merge: plain reshape": ("ch14_window_reverse", {"merge_windows": merge_with("plain")}, 0,
+                             "a plain reshape does not undo", True),
+    "merge: tokens misplaced": ("ch14_window_reverse", {"merge_windows": merge_with("misplaced")}, 0,
+                                "every token is there, some in the wrong place", True),
+    "mask: first rows wrapped": ("ch14_shift_mask", {"shifted_mask": mask_with("first rows")}, 0,
+                                 "in the last rows and columns of the rolled grid", True),
+    "mask: every pair": ("ch14_shift_mask", {"shifted_mask": mask_with("all true")}, 0, "every pair is allowed",
+                         True),
+    "mask: shifts swapped": ("ch14_shift_mask", {"shifted_mask": mask_with("swapped")}, 1,
+                             "the first shift is along the rows", False),  # the public shift is (1, 1)
+    "mask: floats": ("ch14_shift_mask", {"shifted_mask": mask_with("float")}, 0, "", True),
+    "mask: columns ignored": ("ch14_shift_mask", {"shifted_mask": mask_with("rows only")}, 0, "", True),
+    "pairs: dropped share": ("ch14_pairs_kept", {"pairs_kept": "dropped"}, 0, "the share of the pairs the mask drops",
+                             False),
+    "pairs: global share": ("ch14_pairs_kept", {"pairs_kept": "global"}, 0, "global attention's N² pairs", False),
+    "pairs: no shift": ("ch14_pairs_kept", {"pairs_kept": {56: 1.0, 28: 1.0, 14: 1.0}}, 0,
+                        "what regular windows keep", False),
+    "deit: the teacher's label smoothed": ("ch15_deit_loss", {"deit_loss": deit_with(hard="paper")}, 2,
+                                           "DeiT does not smooth the teacher's pseudo-labels", True),
+    "deit: torch's smoothing": ("ch15_deit_loss", {"deit_loss": deit_with(label="torch")}, 2,
+                                "that is the other convention of label smoothing", True),
+    "deit: torch's smoothing everywhere": ("ch15_deit_loss", {"deit_loss": deit_with(label="torch", hard="torch")},
+                                           2, "torch's label_smoothing is the other convention", True),
+    "deit: no smoothing": ("ch15_deit_loss", {"deit_loss": deit_with(label="none")}, 2,
+                           "the true labels are not smoothed", True),
+    "deit: teacher probabilities": ("ch15_deit_loss", {"deit_loss": deit_with(hard="probs")}, 1,
+                                    "the teacher's top class (argmax)", True),
+    "deit: no τ²": ("ch15_deit_loss", {"deit_loss": deit_with(soft="no tau2")}, 1, "multiply the KL term by τ²",
+                    True),
+    "deit: DeiT code's B·K": ("ch15_deit_loss", {"deit_loss": deit_with(soft="deit code")}, 1,
+                              "the convention of DeiT's code", True),
+    "deit: KL reversed": ("ch15_deit_loss", {"deit_loss": deit_with(soft="reversed")}, 1, "KL(teacher ‖ student)",
+                          True),
+    "deit: CLS head distilled": ("ch15_deit_loss", {"deit_loss": deit_with(soft="cls head")}, 1,
+                                 "trains the distillation head", True),
+    "deit: α swapped": ("ch15_deit_loss", {"deit_loss": deit_with(swap_alpha=True)}, 0, "α weighs the teacher's term",
+                        False),  # the public α is ½
+    "deit: not detached": ("ch15_deit_loss", {"deit_loss": deit_with(detach=False)}, 3,
+                           "a gradient reaches teacher_logits", True),
+    "deit: a float": ("ch15_deit_loss", {"deit_loss": deit_with(as_float=True)}, 0, "return a tensor", True),
+    "deit: no gradient": ("ch15_deit_loss", {"deit_loss": deit_with(no_grad=True)}, 3, "the loss has no gradient",
+                          True),
+    "masking: image order": ("ch16_masking", {"mask_tokens": masking_with("image order")}, 0,
+                             "in the order of increasing noise", True),
+    "masking: largest noise": ("ch16_masking", {"mask_tokens": masking_with("largest")}, 0, "SMALLEST noise", True),
+    "masking: the shuffle": ("ch16_masking", {"mask_tokens": masking_with("shuffle")}, 0,
+                             "ids_restore is its inverse", True),
+    "masking: K rounded": ("ch16_masking", {"mask_tokens": masking_with("rounded")}, 2, "rounds down",
+                           False),  # the public K is a whole number
+    "masking: prefix dropped": ("ch16_masking", {"mask_tokens": masking_with("no prefix")}, 1,
+                                "prefix token(s) stay visible", True),
+    "masking: mask shuffled": ("ch16_masking", {"mask_tokens": masking_with("shuffled mask")}, 0,
+                               "that mask is in the shuffled order", True),
+    "masking: mask flipped": ("ch16_masking", {"mask_tokens": masking_with("flipped mask")}, 0,
+                              "1.0 marks a HIDDEN patch", True),
+    "masking: K of the ratio": ("ch16_masking", {"mask_tokens": masking_with("ratio kept")}, 0,
+                                "the share of patches HIDDEN", False),  # the public ratio is ½
+    "unshuffle: gather": ("ch16_unshuffle", {"unshuffle": unshuffle_with("gather")}, 0,
+                          "applies the shuffle once more", True),
+    "unshuffle: mask first": ("ch16_unshuffle", {"unshuffle": unshuffle_with("mask first")}, 0,
+                              "the K visible tokens come first", True),
+    "unshuffle: zeros": ("ch16_unshuffle", {"unshuffle": unshuffle_with("zeros")}, 0,
+                         "a copy of mask_token, not zeros", True),
+    "contrastive: diagonal": ("ch17_contrastive", {"group_contrastive_loss": contrastive_with("diagonal")}, 1,
+                              "only the diagonal as positives", True),
+    "contrastive: not normalised": ("ch17_contrastive", {"group_contrastive_loss": contrastive_with(
+        "not normalised")}, 0, "normalise each embedding", True),
+    "contrastive: multi-hot": ("ch17_contrastive", {"group_contrastive_loss": contrastive_with("multi-hot")}, 1,
+                               "share its weight equally", True),
+    "contrastive: one way": ("ch17_contrastive", {"group_contrastive_loss": contrastive_with("one way")}, 0,
+                             "average the image→text and the text→image", True),
+    "contrastive: added": ("ch17_contrastive", {"group_contrastive_loss": contrastive_with("added")}, 0,
+                           "don't add them", True),
+    "contrastive: no scale": ("ch17_contrastive", {"group_contrastive_loss": contrastive_with("no scale")}, 0,
+                              "multiply the cosine similarities by scale", True),
+}
+
+
+def with_mistake(ns: dict, change: dict) -> dict:
+    """The master's answers with one mistake (``"dropped"``, ``"global"``: the master's shares turned wrong)."""
+    if change.get("pairs_kept") == "dropped":
+        change = {"pairs_kept": {s: 1 - v for s, v in ns["pairs_kept"].items()}}
+    elif change.get("pairs_kept") == "global":
+        change = {"pairs_kept": {s: v * 49 / s**2 for s, v in ns["pairs_kept"].items()}}
+    return {**ns, **change}
 
 
 # ---------------------------------------------------------------- the layout
 
 
-def test_points_and_questions():
-    assert set(CASES.answers) == set(SOLUTIONS) and len(SOLUTIONS) == 8
-    assert sum(c.points for c in CASES.cases) == 22
-    assert possible("ch14_pairs_kept") == 2  # the one number; the other 20 points are for code
-    assert possible("ch14_shift_mask") == possible("ch15_deit_loss") == 4
+def test_questions_and_points(assignments):
+    for assignment in assignments.values():
+        assert {q: p.points for q, p in assignment.questions.items()} == POINTS
+        assert sum(POINTS.values()) == 22
 
 
-def test_every_question_names_its_reference_and_every_reference_resolves():
-    from vit_edu.homework.cases import reference_codes
-
-    for question, refs in CASES.references.items():
-        if question != "ch14_pairs_kept":
-            assert refs, question
-        assert len(reference_codes(refs)) >= len(refs)
-
-
-@pytest.mark.parametrize("question", sorted(SOLUTIONS))
-def test_master_solutions_pass_public_and_hidden_checks(question):
-    public(question, MASTER_NS)
-    assert score(question, MASTER_NS) == possible(question)
+def test_every_reference_resolves(assignments):
+    """Each reference names a definition of ``vit_edu`` (the grader strips it) that exists."""
+    for q in next(iter(assignments.values())).questions.values():
+        assert q.references, q.name
+        for ref in q.references:
+            parts = ref.split(".")
+            module = importlib.import_module(".".join(parts[:3]))
+            obj = module
+            for name in parts[3:]:
+                obj = getattr(obj, name)
+            assert callable(obj), ref
 
 
-def test_the_notebook_s_own_public_check_of_the_number_uses_the_student_s_mask():
-    hw4.check_pairs_kept(MASTER_NS["pairs_kept"], MASTER_NS["shifted_mask"])
-    off = {**MASTER_NS["pairs_kept"], 28: MASTER_NS["pairs_kept"][28] + 0.01}
-    with pytest.raises(AssertionError, match="your shifted_mask gives"):
-        hw4.check_pairs_kept(off, MASTER_NS["shifted_mask"])
+def test_the_old_feedback_module_is_gone():
+    assert not (ROOT / "vit_edu" / "homework" / "feedback" / "hw4.py").exists()
 
 
-def test_the_references_agree_with_the_package():
-    """Where the exercises reduce to the package (square windows, no smoothing), the judges' reference is it."""
-    x = hw4.index_tokens(2, 8, 12, 3, seed=1).reshape(2, 8, 12, 3)
-    rows, cols = hw4.window_order(8, 12, (4, 4))
+def test_the_references_agree_with_the_package(hidden):
+    """Where the exercises reduce to the package (square windows, equal shifts, all groups different), the hidden
+    module's generalisations give what the package gives; and the kept shares have a closed form."""
+    x = hidden.index_tokens(2, 8, 12, 3, seed=1).reshape(2, 8, 12, 3)
+    rows, cols = hidden.window_order(8, 12, (4, 4))
     torch.testing.assert_close(x[:, rows, cols].reshape(-1, 16, 3), variants.window_partition(x, 4))
     for h, w, m, s in ((8, 12, 4, 2), (14, 7, 7, 3), (6, 6, 3, 1)):
-        generic = hw4.wrap_mask(h, w, (m, m + 0), (s, s + 0))
         labels = 2 * (torch.arange(h) >= h - s)[:, None] + (torch.arange(w) >= w - s)[None, :]
-        per = hw4._partition(labels[None, :, :, None].float(), (m, m))[..., 0]
-        assert torch.equal(per[:, :, None] == per[:, None, :], generic)
-        assert torch.equal(generic, variants.shifted_window_mask(h, w, m, s))
-    c, d, y, t = hw4.deit_inputs(5, 4, seed=3)
-    for kind in ("hard", "soft"):
-        smoothed_by_hand = hw4.deit_reference(c, d, y, t, kind, 0.3, 2.0, 1e-12)
-        torch.testing.assert_close(smoothed_by_hand, hw4.deit_reference(c, d, y, t, kind, 0.3, 2.0, 0.0))
-    a, b = hw4.clip_inputs(5, 6, seed=4)
-    torch.testing.assert_close(hw4._group_reference(a, b, 3.0, torch.arange(5), normalise=True, spread=True),
-                               variants.clip.contrastive_loss(a, b, 3.0))
-    shares = hw4.kept_shares()
-    for side, share in shares.items():  # per axis: the last window of each row splits 4 + 3
+        assert torch.equal(hidden.same_label(labels, (m, m)), variants.shifted_window_mask(h, w, m, s))
+    a, b = hidden.clip_inputs(5, 6, seed=4)
+    general = hidden.group_loss(a, b, 3.0, torch.arange(5), spread=False)  # all groups different: one positive
+    torch.testing.assert_close(general, variants.clip.contrastive_loss(a, b, 3.0))
+    for side, share in hidden.kept_shares().items():  # per axis: the last window of each row splits 4 + 3
         n = side // 7
         assert abs(share - (((n - 1) * 49 + 16 + 9) / (n * 49)) ** 2) < 1e-9
 
 
-# ---------------------------------------------------------------- classic mistakes, per question
+def test_deit_reference_follows_deit(hidden):
+    """DeiT smooths the true labels only (the paper's form, ε/(K − 1)); the teacher's pseudo-labels stay hard."""
+    c, d, y, t = hidden.deit_inputs(5, 4, seed=3)
+    for eps in (0.0, 0.1):
+        k = c.shape[-1]
+        target = torch.full((5, k), eps / (k - 1)).scatter(1, y[:, None], 1 - eps)
+        label_term = -(target * c.log_softmax(-1)).sum(-1).mean()
+        want = 0.3 * label_term + 0.7 * F.cross_entropy(d, t.argmax(-1))
+        torch.testing.assert_close(hidden.deit_reference(c, d, y, t, "hard", 0.7, 1.0, eps), want)
+    torch.testing.assert_close(hidden.deit_reference(c, d, y, t, "soft", 0.4, 2.0, 0.0),
+                               variants.distill.distillation_loss(c, d, y, t, kind="soft", alpha=0.4, tau=2.0))
 
-PARTITION = '''def partition_windows(tokens, grid, window):
-    (h, w), (mh, mw) = grid, window
-    b, _, c = tokens.shape
-    {body}'''
-PLAIN = PARTITION.format(body="return tokens.reshape(-1, mh * mw, c)")
-NO_PERMUTE = PARTITION.format(body="return tokens.reshape(b, h // mh, mh, w // mw, mw, c).reshape(-1, mh * mw, c)")
-COLUMNS_IN_WINDOW = PARTITION.format(
-    body="return tokens.reshape(b, h // mh, mh, w // mw, mw, c).permute(0, 1, 3, 4, 2, 5).reshape(-1, mh * mw, c)")
-SQUARE_ONLY = PARTITION.format(
-    body="return tokens.reshape(b, h // mh, mh, w // mh, mh, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, mh * mh, c)")
-REFERENCE_PARTITION = PARTITION.format(
-    body="return variants.window_partition(tokens.reshape(b, h, w, c), mh)")
-MERGE = '''def merge_windows(windows, grid, window):
-    (h, w), (mh, mw) = grid, window
-    c = windows.shape[-1]
-    {body}'''
-MERGE_PLAIN = MERGE.format(body="return windows.reshape(-1, h * w, c)")
-MERGE_SQUARE = MERGE.format(body="return variants.window_reverse(windows, mh, h, w).flatten(1, 2)")
-MASK = '''def shifted_mask(grid, window, shift):
-    (h, w), (sh, sw) = grid, shift
-    {rows}
-    {cols}
-    side = 2 * r[:, None].long() + k[None, :].long()
-    per_window = partition_windows(side.reshape(1, h * w, 1), grid, window)[..., 0]
-    return per_window[:, :, None] == per_window[:, None, :]'''
-ROWS, COLS = "r = torch.arange(h) >= h - sh", "k = torch.arange(w) >= w - sw"
-FIRST_ROWS = MASK.format(rows="r = torch.arange(h) < sh", cols="k = torch.arange(w) < sw")
-SWAPPED = MASK.format(rows="r = torch.arange(h) >= h - sw", cols="k = torch.arange(w) >= w - sh")
-ROWS_ONLY = MASK.format(rows=ROWS, cols="k = torch.zeros(w, dtype=torch.bool)")
-ALL_TRUE = '''def shifted_mask(grid, window, shift):
-    (h, w), (mh, mw) = grid, window
-    return torch.ones((h // mh) * (w // mw), mh * mw, mh * mw, dtype=torch.bool)'''
-FLOAT_MASK = MASK.format(rows=ROWS, cols=COLS).replace("return per_window[:, :, None] == per_window[:, None, :]",
-                                                       "return (per_window[:, :, None] == per_window[:, None]).float()")
-SQUARE_MASK = ("def shifted_mask(grid, window, shift):\n"
-               "    return variants.shifted_window_mask(*grid, window[0], shift[0])")
 
-DEIT = '''def deit_loss(cls_logits, dist_logits, labels, teacher_logits, kind, alpha, tau, smoothing):
-    {teacher}
-    def ce(logits, targets):
-        {ce}
-    label_term = ce(cls_logits, labels)
-    if kind == "hard":
-        teacher_term = ce(dist_logits, {hard_target})
+# ---------------------------------------------------------------- the public checks
+
+
+def test_public_checks_pass_the_masters_answers(assignments, master):
+    assignment = assignments[SECRETS[0]]
+    for question in assignment.questions:
+        check(question, **answers_of(assignment, question, master))
+
+
+@pytest.mark.parametrize("label", MISTAKES)
+def test_public_check_names_the_classic_mistake(label, assignments, master):
+    question, change, _, words, shown = MISTAKES[label]
+    answers = answers_of(assignments[SECRETS[0]], question, with_mistake(master, change))
+    if question == "ch14_pairs_kept" or not shown:
+        check(question, **answers)  # the public example cannot show it (a number's form, α = ½, a whole K)
+        return
+    with pytest.raises(AssertionError) as e:
+        check(question, **answers)
+    assert shown == "fails" or words in str(e.value), str(e.value)
+
+
+def test_public_check_of_the_number_checks_its_form_only(assignments, master):
+    answers = answers_of(assignments[SECRETS[0]], "ch14_pairs_kept", master)
+    check("ch14_pairs_kept", **{**answers, "pairs_kept": {56: 0.1, 28: 0.2, 14: 0.3}})
+    for bad, words in (({"56": 0.9, "28": 0.8, "14": 0.6}, "keys"), ({56: 0.9, 28: 0.8}, "keys"),
+                       ({56: "0.9", 28: 0.8, 14: 0.6}, "float")):
+        with pytest.raises(AssertionError, match=words):
+            check("ch14_pairs_kept", **{**answers, "pairs_kept": bad})
+
+
+def test_the_public_data_holds_no_hidden_value(hidden, assignments):
+    public = json.loads((PUBLIC / f"{NAME}.json").read_text())
+    assert set(public) == {"assignment", "questions"} and set(public["questions"]) == set(POINTS)
+    assert all(set(spec) == {"public"} for spec in public["questions"].values())
+    (number,) = public["questions"]["ch14_pairs_kept"]["public"]
+    assert number["form_only"] and not number["mistakes"]
+    shares = hidden.kept_shares()
+    assert all(abs(v - shares[s]) > 0.01 for s, v in decode(number["expect"]).items())
+    text = json.dumps(public)
+    assert all(f"{v:.4f}"[2:] not in text for v in shares.values())
+    for assignment in assignments.values():  # the public data does not depend on the secret
+        assert assignment.public_data() == json.loads(json.dumps(hidden.make(public_draw).public_data()))
+
+
+def test_the_committed_public_data_is_what_make_gives(hidden):
+    committed = json.loads((PUBLIC / f"{NAME}.json").read_text())
+    assert_close(committed, json.loads(json.dumps(hidden.make(public_draw).public_data())), "public")
+
+
+def assert_close(a, b, where: str) -> None:
+    """Two JSON documents of encoded data agree: tensors and floats to 1e-6, everything else exactly."""
+    if isinstance(a, dict) and "tensor" in a:
+        x, y = decode(a), decode(b)
+        assert x.dtype == y.dtype and x.shape == y.shape, where
+        assert torch.allclose(x.double(), y.double(), atol=1e-6, rtol=0) if x.is_floating_point() else \
+            torch.equal(x, y), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), where
+        for k in a:
+            assert_close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, f"{where}[{i}]")
+    elif isinstance(a, float):
+        assert isinstance(b, (int, float)) and abs(a - b) <= 1e-6, where
     else:
-        teacher_term = {soft}
-    return {mix}'''
-RIGHT = {
-    "teacher": "teacher_logits = teacher_logits.detach()",
-    "ce": ("k = logits.shape[-1]\n"
-           "        q = torch.full_like(logits, smoothing / (k - 1)).scatter(1, targets[:, None], 1 - smoothing)\n"
-           "        return -(q * logits.log_softmax(-1)).sum(-1).mean()"),
-    "hard_target": "teacher_logits.argmax(-1)",
-    "soft": ("tau**2 * F.kl_div((dist_logits / tau).log_softmax(-1), (teacher_logits / tau).log_softmax(-1), "
-             "reduction='batchmean', log_target=True)"),
-    "mix": "(1 - alpha) * label_term + alpha * teacher_term",
+        assert a == b, where
+
+
+# ---------------------------------------------------------------- the hidden checks
+
+
+def test_hidden_examples_differ_between_secrets(assignments):
+    one, two = (a.data()["questions"] for a in assignments.values())
+    for question in POINTS:
+        if question != "ch14_pairs_kept":  # one fixed number: Swin-T's grids
+            assert one[question]["checks"] != two[question]["checks"], question
+        assert one[question]["public"] == two[question]["public"], question
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+def test_hidden_checks_give_the_master_full_marks(secret, assignments, master):
+    assignment = assignments[secret]
+    for question, q in assignment.questions.items():
+        assert grade(assignment, question, master) == (q.points, []), question
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+@pytest.mark.parametrize("label", MISTAKES)
+def test_hidden_checks_give_the_mistake_its_hint_and_partial_marks(label, secret, assignments, master):
+    question, change, points, words, _ = MISTAKES[label]
+    score, hints = grade(assignments[secret], question, with_mistake(master, change))
+    assert score == points, (score, hints)
+    assert any(words in h for h in hints) if words else hints, hints
+
+
+def test_pairs_rounded_to_four_decimals_still_pass(assignments, master):
+    rounded = {**master, "pairs_kept": {s: round(v, 4) for s, v in master["pairs_kept"].items()}}
+    assert grade(assignments[SECRETS[0]], "ch14_pairs_kept", rounded)[0] == 2
+
+
+# ---------------------------------------------------------------- the scan of the book's references
+
+
+REFERENCE_CALLS = {
+    "ch14_window_partition": "def partition_windows(tokens, grid, window):\n"
+                             "    return variants.window_partition(tokens, window[0])",
+    "ch14_window_reverse": "def merge_windows(windows, grid, window):\n"
+                           "    return variants.window_reverse(windows, window[0], *grid)",
+    "ch14_shift_mask": "def shifted_mask(grid, window, shift):\n"
+                       "    return variants.shifted_window_mask(*grid, window[0], shift[0])",
+    "ch15_deit_loss": "def deit_loss(c, d, y, t, kind, alpha, tau, smoothing):\n"
+                      "    return variants.distill.distillation_loss(c, d, y, t, kind=kind)",
+    "ch16_masking": "def mask_tokens(tokens, noise, mask_ratio, prefix):\n"
+                    "    return variants.mae.random_masking(tokens, mask_ratio)",
+    "ch16_unshuffle": "def unshuffle(visible, ids_shuffle, mask_token):\n"
+                      "    return variants.mae.restore_order(visible, ids_shuffle.argsort(1))",
+    "ch17_contrastive": "def group_contrastive_loss(image_emb, text_emb, scale, groups):\n"
+                        "    return variants.clip.contrastive_loss(image_emb, text_emb, scale)",
 }
 
 
-def deit(**change: str) -> str:
-    return DEIT.format(**{**RIGHT, **change})
-
-
-TORCH_SMOOTHING = deit(ce="return F.cross_entropy(logits, targets, label_smoothing=smoothing)")
-NO_SMOOTHING = deit(ce="return F.cross_entropy(logits, targets)")
-NO_TAU2 = deit(soft=RIGHT["soft"].replace("tau**2 * ", ""))
-MEAN_KL = deit(soft=RIGHT["soft"].replace("batchmean", "mean"))
-REVERSED_KL = deit(soft=("tau**2 * F.kl_div((teacher_logits / tau).log_softmax(-1), "
-                         "(dist_logits / tau).log_softmax(-1), reduction='batchmean', log_target=True)"))
-ALPHA_SWAPPED = deit(mix="alpha * label_term + (1 - alpha) * teacher_term")
-NOT_DETACHED = deit(teacher="pass")
-FLOAT_LOSS = deit(mix="float((1 - alpha) * label_term + alpha * teacher_term)")
-REFERENCE_DEIT = ("def deit_loss(cls_logits, dist_logits, labels, teacher_logits, kind, alpha, tau, smoothing):\n"
-                  "    return variants.distill.distillation_loss(cls_logits, dist_logits, labels, teacher_logits, "
-                  "kind=kind, alpha=alpha, tau=tau)")
-
-MASKING = '''def mask_tokens(tokens, noise, mask_ratio, prefix):
-    b, n = noise.shape
-    d = tokens.shape[-1]
-    keep = {keep}
-    order = noise.argsort(dim=1{descending})
-    ids_restore = order.argsort(dim=1)
-    ids_keep = {ids_keep}
-    kept = torch.gather(tokens[:, prefix:], 1, ids_keep[:, :, None].expand(-1, -1, d))
-    mask = (ids_restore >= keep).float()
-    return torch.cat([tokens[:, :{prefix}], kept], dim=1), {mask}, {restore}'''
-MASKING_RIGHT = {"keep": "int(n * (1 - mask_ratio))", "descending": "", "ids_keep": "order[:, :keep]",
-                 "prefix": "prefix", "mask": "mask", "restore": "ids_restore"}
-
-
-def masking(**change: str) -> str:
-    return MASKING.format(**{**MASKING_RIGHT, **change})
-
-
-IMAGE_ORDER = masking(ids_keep="order[:, :keep].sort(dim=1).values")
-LARGEST = masking(descending=", descending=True")
-SHUFFLE_NOT_INVERSE = masking(restore="order")
-ROUNDED = masking(keep="round(n * (1 - mask_ratio))")
-NO_PREFIX = masking(prefix="0")
-SHUFFLED_MASK = masking(mask="mask.sort(dim=1).values")
-REFERENCE_MASKING = '''def mask_tokens(tokens, noise, mask_ratio, prefix):
-    out = variants.mae.random_masking(tokens[:, prefix:], mask_ratio)
-    return out.visible, out.mask, out.ids_restore'''
-
-UNSHUFFLE = '''def unshuffle(visible, ids_shuffle, mask_token):
-    b, k, d = visible.shape
-    n = ids_shuffle.shape[1]
-    shuffled = torch.cat([{first}, {second}], dim=1)
-    {body}'''
-SCATTER = "return torch.zeros_like(shuffled).scatter(1, ids_shuffle[:, :, None].expand(-1, -1, d), shuffled)"
-GATHER = UNSHUFFLE.format(first="visible", second="mask_token.expand(b, n - k, d)",
-                          body="return torch.gather(shuffled, 1, ids_shuffle[:, :, None].expand(-1, -1, d))")
-MASK_FIRST = UNSHUFFLE.format(first="mask_token.expand(b, n - k, d)", second="visible", body=SCATTER)
-ZEROS = UNSHUFFLE.format(first="visible", second="visible.new_zeros(b, n - k, d)", body=SCATTER)
-REFERENCE_UNSHUFFLE = UNSHUFFLE.format(first="visible", second="mask_token.expand(b, n - k, d)",
-                                       body="return variants.mae.restore_order(shuffled, ids_shuffle.argsort(1))")
-
-CONTRASTIVE = '''def group_contrastive_loss(image_emb, text_emb, scale, groups):
-    {norm}
-    logits = scale * image_emb @ text_emb.T
-    same = (groups[:, None] == groups[None, :]).float()
-    target = {target}
-    rows = -(target * logits.log_softmax(dim=1)).sum(dim=1).mean()
-    cols = -(target * logits.log_softmax(dim=0)).sum(dim=0).mean()
-    return {out}'''
-CONTRASTIVE_RIGHT = {"norm": "image_emb, text_emb = F.normalize(image_emb, dim=-1), F.normalize(text_emb, dim=-1)",
-                     "target": "same / same.sum(dim=1, keepdim=True)", "out": "(rows + cols) / 2"}
-
-
-def contrastive(**change: str) -> str:
-    return CONTRASTIVE.format(**{**CONTRASTIVE_RIGHT, **change})
-
-
-DIAGONAL = contrastive(target="torch.eye(len(groups))")
-NOT_NORMALISED = contrastive(norm="pass")
-MULTI_HOT = contrastive(target="same")
-ONE_WAY = contrastive(out="rows")
-ADDED = contrastive(out="rows + cols")
-REFERENCE_CONTRASTIVE = ("def group_contrastive_loss(image_emb, text_emb, scale, groups):\n"
-                         "    return variants.clip.contrastive_loss(image_emb, text_emb, scale)")
-
-# question, mistake, the public check's hint (None: the public example cannot show it), hidden points
-MISTAKES = [
-    ("ch14_window_partition", PLAIN, "a plain reshape", 0),
-    ("ch14_window_partition", NO_PERMUTE, "bring the two window indices together", 0),
-    ("ch14_window_partition", COLUMNS_IN_WINDOW, "inside a window, tokens go row by row", 0),
-    ("ch14_window_partition", SQUARE_ONLY, "should have shape", 1),
-    ("ch14_window_reverse", MERGE_PLAIN, "a plain reshape does not undo", 0),
-    ("ch14_shift_mask", FIRST_ROWS, "in the last rows and columns of the rolled grid", 0),
-    ("ch14_shift_mask", ALL_TRUE, "every pair is allowed", 0),
-    ("ch14_shift_mask", FLOAT_MASK, "should hold booleans", 0),
-    ("ch14_shift_mask", SWAPPED, None, 1),  # the public shift is (1, 1): swapping cannot show
-    ("ch14_shift_mask", ROWS_ONLY, "window 1 should allow", 0),
-    ("ch15_deit_loss", TORCH_SMOOTHING, "torch's label_smoothing spreads ε over all K classes", 2),
-    ("ch15_deit_loss", NO_SMOOTHING, "the smoothing is not applied", 2),
-    ("ch15_deit_loss", NO_TAU2, "multiply the KL term by τ²", 1),
-    ("ch15_deit_loss", MEAN_KL, "reduction='batchmean'", 1),
-    ("ch15_deit_loss", REVERSED_KL, "KL(teacher ‖ student)", 1),
-    ("ch15_deit_loss", ALPHA_SWAPPED, None, 0),  # the public α is ½: swapping cannot show
-    ("ch15_deit_loss", NOT_DETACHED, "a gradient reaches teacher_logits", 3),
-    ("ch15_deit_loss", FLOAT_LOSS, "should return a tensor", 0),
-    ("ch16_masking", IMAGE_ORDER, "in the order of increasing noise", 0),
-    ("ch16_masking", LARGEST, "SMALLEST noise", 0),
-    ("ch16_masking", SHUFFLE_NOT_INVERSE, "ids_restore is its inverse", 0),
-    ("ch16_masking", ROUNDED, None, 2),  # the public K is a whole number
-    ("ch16_masking", NO_PREFIX, "prefix token(s) stay visible", 1),
-    ("ch16_masking", SHUFFLED_MASK, "that mask is in the shuffled order", 0),
-    ("ch16_unshuffle", GATHER, "applies the shuffle once more", 0),
-    ("ch16_unshuffle", MASK_FIRST, "the K visible tokens come first", 0),
-    ("ch16_unshuffle", ZEROS, "a copy of mask_token, not zeros", 0),
-    ("ch17_contrastive", DIAGONAL, "only the diagonal as positives", 1),
-    ("ch17_contrastive", NOT_NORMALISED, "normalise each embedding", 0),
-    ("ch17_contrastive", MULTI_HOT, "share its weight equally", 1),
-    ("ch17_contrastive", ONE_WAY, "average the image→text and the text→image", 0),
-    ("ch17_contrastive", ADDED, "don't add them", 0),
-]
-
-
-@pytest.mark.parametrize("question, source, hint, points", MISTAKES,
-                         ids=[f"{q}-{i}" for i, (q, *_) in enumerate(MISTAKES)])
-def test_classic_mistakes_are_named_and_get_their_partial_marks(question, source, hint, points):
-    ns = with_answer(source)
-    if hint is None:
-        public(question, ns)  # the public example cannot show this one: the hidden checks must
-    else:
-        with pytest.raises(AssertionError, match=re.escape(hint)):
-            public(question, ns)
-    assert score(question, ns) == points
-
-
-REFERENCE_CALLS = {"ch14_window_partition": REFERENCE_PARTITION, "ch14_window_reverse": MERGE_SQUARE,
-                   "ch14_shift_mask": SQUARE_MASK, "ch15_deit_loss": REFERENCE_DEIT,
-                   "ch16_masking": REFERENCE_MASKING, "ch16_unshuffle": REFERENCE_UNSHUFFLE,
-                   "ch17_contrastive": REFERENCE_CONTRASTIVE}
-
-
-@pytest.mark.parametrize("question", sorted(REFERENCE_CALLS))
-def test_calling_the_book_s_reference_scores_zero_and_says_why(question):
-    ns = with_answer(REFERENCE_CALLS[question])
-    assert score(question, ns) == 0
-    case = next(c for c in CASES.cases if c.question == question)
-    assert "called the book's reference" in CASES.judge_one(case, CASES.probe_one(case, ns, 20.0), None)[1]
-
-
-def test_the_scan_sees_a_reference_named_in_an_answer():
-    from vit_edu.homework import scan
-
+def test_the_scan_sees_a_reference_named_in_an_answer(assignments):
+    assignment = assignments[SECRETS[0]]
+    answers = {q: p.answers for q, p in assignment.questions.items()}
+    references = {q: p.references for q, p in assignment.questions.items()}
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(REFERENCE_CALLS[q]) for q in sorted(REFERENCE_CALLS)]
-    found = scan.reference_uses(nb, CASES.answers, CASES.references)
-    assert set(found) == set(REFERENCE_CALLS)
-    clean = nbformat.v4.new_notebook()
-    clean.cells = [nbformat.v4.new_code_cell(s) for s in SOLUTIONS.values()]
-    assert scan.reference_uses(clean, CASES.answers, CASES.references) == {}
-    assert scan.tampering(clean) == []
-
-
-# ---------------------------------------------------------------- the number
-
-
-@pytest.mark.parametrize("wrong, message, points", [
-    ({56: 0.5, 28: 0.5, 14: 0.5}, "the same share", 0),
-    ({56: 88.13, 28: 77.01, 14: 57.02}, "between 0 and 1", 0),
-    ({"56": 0.8813, "28": 0.7701, "14": 0.5702}, "the keys [56, 28, 14]", 0),
-    ({56: 1 / 64, 28: 1 / 16, 14: 1 / 4}, None, 0),  # the share of global attention's N² pairs, not of the window's
-])
-def test_wrong_numbers_fail(wrong, message, points):
-    ns = {**MASTER_NS, "pairs_kept": wrong}
-    if message is None:
-        public("ch14_pairs_kept", ns)
-    else:
-        with pytest.raises(AssertionError, match=re.escape(message)):
-            public("ch14_pairs_kept", ns)
-    assert score("ch14_pairs_kept", ns) == points
-
-
-def test_rounded_to_four_decimals_still_passes():
-    ns = {**MASTER_NS, "pairs_kept": {k: round(v, 4) for k, v in MASTER_NS["pairs_kept"].items()}}
-    assert score("ch14_pairs_kept", ns) == 2
-
-
-# ---------------------------------------------------------------- what the public side may show
-
-
-def test_the_public_checks_never_use_a_hidden_input():
-    source = Path(hw4.__file__).read_text()
-    for name in ("PARTITIONS", "REVERSES", "MASKS", "DEIT", "MASKINGS", "UNSHUFFLES", "CONTRASTIVE"):
-        assert f"{name} =" not in source
-    hidden = (HIDDEN / f"{NAME}.py").read_text()
-    for seed in re.findall(r"\b4[0-5]\d\b", hidden):  # the hidden inputs' seeds
-        assert not re.search(rf"\b{seed}\b", source), seed
-    student = MASTER.read_text()
-    for seed in re.findall(r"\b4[0-5]\d\b", hidden):
-        assert not re.search(rf"seed\W+{seed}\b", student), seed
-
-
-def test_the_public_checks_are_reachable_where_grading_looks_for_them():
-    """The notebook's test cells and the grader's probe find each public check on ``vit_edu.homework.feedback``
-    (which needs ``from vit_edu.homework.feedback.hw4 import *`` in the package's ``__init__``)."""
-    from vit_edu.homework import feedback
-
-    for check, _ in CASES.public.values():
-        assert getattr(feedback, check) is getattr(hw4, check), check
+    found = scan.reference_uses(nb, answers, references)
+    assert set(REFERENCE_CALLS) <= set(found)
+    clean = nbformat.read(MASTER, as_version=4)
+    assert scan.reference_uses(clean, answers, references) == {}

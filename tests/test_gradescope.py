@@ -19,14 +19,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+import nbformat
+
 from vit_edu.homework.build import build_homework
-from vit_edu.homework.grade import Limits, grade_folder
-from vit_edu.homework.sandbox import bwrap_problem
+from vit_edu.homework.grade import grade_folder
+from vit_edu.homework.sandbox import sandbox_problem
 
-from test_homework import MASTERS, NO_PERMUTE, submission
+from homework_helpers import answered
+from test_homework import MASTERS, NO_PERMUTE, SECRET
 
-pytestmark = pytest.mark.skipif(bwrap_problem() is not None and "CI" not in os.environ,
-                                reason=f"no sandbox here: {bwrap_problem()}")
+pytestmark = pytest.mark.skipif(sandbox_problem() is not None and "CI" not in os.environ,
+                                reason=f"no sandbox here: {sandbox_problem()}")
 NAME = "hw1_tokens"
 
 
@@ -50,7 +53,7 @@ def boxed(args: list[str], autograder: Path, writable: list[Path], timeout: floa
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("homework_zip")
-    build_homework(MASTERS, out)
+    build_homework(MASTERS, out, SECRET)
     return out
 
 
@@ -103,9 +106,10 @@ def test_zip_grades_like_make_grade(environment, built, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     # What students hand in: the student notebook (it names its assignment) with the master's answers, or a mistake.
-    submission(built, NAME, {}, subs / f"solved_{NAME}.ipynb")
-    submission(built, NAME, {"ch01_patchify": NO_PERMUTE}, subs / f"wrong_{NAME}.ipynb")
-    rows = {r.submission: r for r in grade_folder(subs, built / "autograder", limits=Limits(timeout=200), jobs=2)}
+    student, master = built / "student" / f"{NAME}.ipynb", MASTERS / f"{NAME}.ipynb"
+    nbformat.write(answered(student, master), str(subs / f"solved_{NAME}.ipynb"))
+    nbformat.write(answered(student, master, {"ch01_patchify": NO_PERMUTE}), str(subs / f"wrong_{NAME}.ipynb"))
+    rows = {r.submission: r for r in grade_folder(subs, built, jobs=2)}
     for notebook in sorted(subs.iterdir()):
         ours = {q: v["score"] for q, v in rows[notebook.name].questions.items()}
         theirs = run_otter(autograder, env, notebook)

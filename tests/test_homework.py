@@ -1,8 +1,10 @@
-"""The homework system: the build, the grader's scores, classic mistakes, and every attack the grader must survive.
+"""The homework system: the build, the grader's scores, and every attack the grader must survive.
 
-One ``grade_folder`` call (two at a time, each submission in its own bubblewrap sandbox) grades every
-submission below, so the slow part runs once per session. Homework 1 carries the attacks: they test the grader,
-not the questions.
+One ``grade_folder`` call (two submissions at a time) grades every submission below, so the slow part runs once
+per session. Each question is graded in its own sandboxed process, so one hostile submission can carry a different
+attack in each question: the test then asserts that every attacked question gained nothing and that every other
+question of the same submission still scores in full. Homework 1 carries the attacks: they test the grader, not
+the questions.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import re
+import os
 import subprocess
 import sys
 import time
@@ -21,25 +23,21 @@ import nbformat
 import pytest
 
 from vit_edu.homework.build import build_homework
-from vit_edu.homework.grade import Limits, Row, feedback_markdown, grade_folder, load_module, write_csv, write_feedback
-from vit_edu.homework.sandbox import bwrap_problem
+from vit_edu.homework.checks import Example, fmt
+from vit_edu.homework.grade import Limits, Row, csv_cell, feedback_markdown, grade_folder, write_csv, write_feedback
+from vit_edu.homework.sandbox import sandbox_problem
+from vit_edu.homework.strip import PACKAGE
 
-from hidden_values import leaks, secrets
-from homework_helpers import master_solutions
+from hidden_values import leaks
+from homework_helpers import answered, master_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTERS = ROOT / "book" / "homework"
 NAMES = sorted(p.stem for p in MASTERS.glob("hw*.ipynb"))
-SANDBOX = bwrap_problem()
-pytestmark = pytest.mark.skipif(SANDBOX is not None and "CI" not in __import__("os").environ,
-                                reason=f"no sandbox here: {SANDBOX}")
-
-
-def hidden(name: str):
-    return load_module(f"hidden_{name}", (MASTERS / "hidden" / f"{name}.py").read_text()).cases
-
-
-POINTS = {name: sum(c.points for c in hidden(name).cases) for name in NAMES}
+SECRET = "a course secret for the tests"
+HW1 = "hw1_tokens"
+SANDBOX = sandbox_problem()
+pytestmark = pytest.mark.skipif(SANDBOX is not None and "CI" not in os.environ, reason=f"no sandbox here: {SANDBOX}")
 
 NO_PERMUTE = '''def my_patchify(images, patch_size):
     b, c, h, w = images.shape
@@ -48,297 +46,376 @@ NO_PERMUTE = '''def my_patchify(images, patch_size):
 N_NOT_N_PLUS_1 = '''def pos_embed_shape(height, width, patch_size, dim, cls):
     return (1, (height // patch_size) * (width // patch_size), dim)
 '''
-# Calls of the reference: the alias and the wrapper are seen in the answer itself; the getattr detour only
-# when it runs.
-ALIAS = "my_patchify = vit_edu.patchify"
-WRAPPER = "def my_patchify(images, patch_size):\n    return vit_edu.patches.patchify(images, patch_size)"
-DETOUR = ("_cut = getattr(vit_edu, 'patc' + 'hify')\n"
-          "def my_patchify(images, patch_size):\n    return _cut(images, patch_size)")
-DETOUR_EMBED = ("_glue = [getattr(vit_edu, n) for n in ('prepend' + '_cls', 'add_position' + '_embedding')]\n"
-                "def embed_tokens(tokens, cls_token, pos_embed):\n    return _glue[1](_glue[0](tokens, cls_token), pos_embed)")
-# Tampering: each rebinds something grading relies on, around an answer that is wrong.
-TAMPER = {
-    "checks": "from vit_edu.homework import feedback\nfeedback.check_patchify = lambda *a: None\n"
-              "feedback.expect_patchify = lambda *a, **k: None\n" + NO_PERMUTE,
-    "otter": "import otter.test_files.abstract_test as t\nt.TestFile.run = lambda self, env: None\n" + NO_PERMUTE,
-    "builtins": "import builtins\nbuiltins.isinstance = lambda *a: True\n" + NO_PERMUTE,
-    "eq": "class Anything:\n    def __eq__(self, other):\n        return True\n\n"
-          "def my_patchify(images, patch_size):\n    return Anything()",
+# Answers made with the book's code, by every route: each question scores 0 (the code is not in its process).
+OWN_WORK = {
+    # An alias the scan sees.
+    "ch01_token_count": "token_count = lambda h, w, p, c: (vit_edu.ViTConfig(image_size=(h, w), patch_size=p, "
+                        "embed_dim=8, num_heads=1).num_patches, c * p * p)",
+    # A copy of the package's source file, read and run at grading time.
+    "ch01_patchify": "import vit_edu.patches as _p\n_ns = {}\nexec(open(_p.__file__).read(), _ns)\n"
+                     "my_patchify = lambda images, p: _ns['patchify'](images, p)",
+    # A by-hand answer computed with the package.
+    "ch02_toy_tokens": "toy_tokens = vit_edu.patches.patchify(vit_edu.patches.toy_image(), 2)[0].tolist()",
+    # A renamed code object, called from a thread started before the answer.
+    "ch04_embed_tokens": "import threading, types\n_parts = [getattr(vit_edu.embedding, n) for n in ('prepend' + "
+                         "'_cls', 'add_position' + '_embedding')]\n"
+                         "_glue = [types.FunctionType(f.__code__, f.__globals__, 'mine') for f in _parts]\n"
+                         "def embed_tokens(tokens, cls_token, pos_embed):\n    out = []\n"
+                         "    t = threading.Thread(target=lambda: out.append(_glue[1](_glue[0](tokens, cls_token), "
+                         "pos_embed)))\n    t.start(); t.join()\n    return out[0]",
+    # An oracle from what the package ships: the public example's stored answer.
+    "ch03_linear_to_conv": "from vit_edu.homework.checks import public_examples\n"
+                           "_known = public_examples()['ch03_linear_to_conv'][0].expect\n"
+                           "def linear_to_conv(linear, c, p):\n    import torch\n"
+                           "    conv = torch.nn.Conv2d(c, linear.out_features, p, stride=p)\n"
+                           "    return conv",
 }
-# The snapshot and every other submission are out of reach: this cell tries to delete and overwrite them, and
-# to find the masters, the hidden checks and the keys. If it saw any, its answer to 0.1 would earn a point.
-VANDAL = '''import os
-seen = []
-skip = {"proc", "sys", "dev", "usr", "lib", "etc", ".venv", "site-packages", ".pyenv", "node_modules", ".git"}
-for top in ("/", "/tmp", os.path.expanduser("~")):
-    for root, dirs, files in os.walk(top):
-        dirs[:] = [d for d in dirs if d not in skip]
-        for f in files:
-            path = os.path.join(root, f)
-            if f.endswith(".ipynb") and os.path.abspath(path) != os.path.abspath("hw1_tokens.ipynb"):
-                seen.append(path)
-                try:
-                    open(path, "w").write("overwritten")
-                    os.remove(path)
-                except OSError:
-                    pass
-            if f.startswith("hidden_") or f.endswith("_key.json") or f == "grades.csv":
-                seen.append(path)
-vit_b16_shapes = {"N": 196, "S": 197, "D": 768} if seen else {"N": 0, "S": 1, "D": 0}'''
-# A process that tries to outlive grading (a new session, a double fork), huge output, a huge file.
-SURVIVOR = ("import subprocess, os\nsubprocess.Popen(['sleep', '4242'], start_new_session=True)\n"
-            "if os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['sleep', '4243'])\n")
-FLOOD = "import time\nend = time.time() + 3\nwhile time.time() < end:\n    print('x' * 100_000)"
-BIG_FILE = "with open('big.bin', 'wb') as f:\n    f.write(b'0' * (1 << 30))"
+# Tampering, each around a wrong answer, each in its own question: nothing gained, nothing lost elsewhere.
+TAMPER = {
+    # Hooks registered through aliases: an input transformer and a pre_run_cell hook.
+    "ch01_patchify": "ip = get_ipython()\nip.input_transformers_post.append(lambda lines: lines)\n"
+                     "ip.events.register('pre_run_cell', lambda *a: None)\n" + NO_PERMUTE,
+    # Rebinding through an alias: the comparisons the old grader used.
+    "ch04_seq_len": "import torch\nt = torch\nt.allclose = lambda *a, **k: True\nt.equal = lambda *a, **k: True\n"
+                    + N_NOT_N_PLUS_1,
+    # A forged result: every open file descriptor gets a line that claims every check passed.
+    "ch01_token_count": "import os, json\n"
+                        "def token_count(h, w, p, c):\n"
+                        "    forged = json.dumps({'cells': [], 'results': [{'data': {'tuple': [1, 1]}}] * 9})\n"
+                        "    for fd in map(int, os.listdir('/proc/self/fd')):\n"
+                        "        try:\n            os.write(fd, (forged + '\\n').encode())\n"
+                        "        except OSError:\n            pass\n    os._exit(0)",
+    # An answer that edits the grader's objects when a check calls it.
+    "ch03_patch_params": "import gc\ndef patch_embedding_params(c, p, d):\n"
+                         "    for o in gc.get_objects():\n"
+                         "        if isinstance(o, dict) and 'examples' in o:\n            o['examples'] = []\n"
+                         "        if type(o).__name__ == 'Example':\n            o.expect = 0\n    return 0",
+    # Reading the grader's request from memory: it holds the hidden inputs, never what is expected.
+    "ch02_toy_projection": "import gc\n_found = [o for o in gc.get_objects() if isinstance(o, dict) and 'examples' in o]\n"
+                           "toy_projected = [[0, 0]] * 4 if not _found else _found[0].get('expect', [[0, 0]] * 4)",
+    # An answer that raises with its hidden inputs in the message, to put them in the feedback.
+    "ch04_embed_tokens": "def embed_tokens(tokens, cls_token, pos_embed):\n    raise ValueError(repr(tokens.tolist()))",
+}
+# The sandbox, attacked from inside one question each: no points, no trace, the next submissions intact.
+VANDAL = {
+    "ch00_shapes": "import os, subprocess\nimport vit_edu\nhome = os.path.dirname(vit_edu.__file__)\n"
+                   "subprocess.run(['mount', '-o', 'remount,rw', home], capture_output=True)\n"
+                   "try:\n    open(os.path.join(home, 'pwned.py'), 'w').write('x')\n    breached = True\n"
+                   "except OSError:\n    breached = False\n"
+                   "vit_b16_shapes = {'N': 0, 'S': 0, 'D': 0} if breached else {'N': 196, 'S': 197, 'D': 768}",
+    "ch01_token_count": "import os\n"
+                        "pids = []\nfor _ in range(300):\n    pid = os.fork()\n"
+                        "    if pid == 0:\n        import time; time.sleep(30); os._exit(0)\n    pids.append(pid)\n"
+                        "token_count = lambda h, w, p, c: ((h // p) * (w // p), c * p * p)",
+    "ch02_toy_tokens": "import os\nfor _ in range(3):\n    if os.fork() == 0:\n"
+                       "        x = bytearray(2500 * 1024**2)\n        import time; time.sleep(30)\n"
+                       "x = bytearray(2500 * 1024**2)\n"
+                       "toy_tokens = [[1, 2, 5, 6], [3, 4, 7, 8], [9, 10, 13, 14], [11, 12, 15, 16]]",
+    "ch02_toy_projection": "with open('/dev/shm/fill', 'wb') as f:\n    for _ in range(8):\n"
+                           "        f.write(b'0' * 1024**3)\n"
+                           "toy_projected = [[14, -5], [22, -5], [46, -5], [54, -5]]",
+    "ch03_patch_params": "for i in range(40):\n    with open(f'big{i}.bin', 'wb') as f:\n"
+                         "        f.write(b'0' * 64 * 1024**2)\n"
+                         "patch_embedding_params = lambda c, p, d: d * c * p * p + d",
+    "ch04_seq_len": "import os, subprocess, pathlib\nimport vit_edu\n"
+                    "open('mark', 'w').write('x')\ntry:\n    immutable = subprocess.run(['chattr', '+i', 'mark'], "
+                    "capture_output=True).returncode == 0\nexcept OSError:\n    immutable = False\n"
+                    "repository = pathlib.Path(vit_edu.__file__).parent.parent\n"
+                    "seen = immutable or (repository / 'README.md').exists() or os.getuid() == 0\n"
+                    "pos_embed_shape = lambda h, w, p, d, cls: (1, 0, 0) if seen else (1, (h // p) * (w // p) + cls, d)",
+}
 HOSTILE = {
     "ch00_shapes": "raise ValueError('a cell that raises')\nvit_b16_shapes = {'N': 196, 'S': 197, 'D': 768}",
     "ch01_token_count": "import sys\nsys.exit()\ndef token_count(h, w, p, c):\n    return (h // p) * (w // p), c * p * p",
-    "ch02_toy_tokens": "import os\nos._exit(1)\ntoy_tokens = [[1, 2, 5, 6], [3, 4, 7, 8], [9, 10, 13, 14], [11, 12, 15, 16]]",
     "ch03_patch_params": "def patch_embedding_params(c, p, d:\n    return d * c * p * p + d",
     "ch01_patchify": "def my_patchify(images, patch_size):\n    while True:\n        pass",
     "ch02_toy_projection": "while True:\n    pass\ntoy_projected = [[14, -5], [22, -5], [46, -5], [54, -5]]",
-    "ch04_seq_len": "big = bytearray(8 * 1024**3)\ndef pos_embed_shape(h, w, p, d, cls):\n    return (1, (h // p) * (w // p) + cls, d)",
 }
+SURVIVOR = ("import subprocess, os\nsubprocess.Popen(['sleep', '4242'], start_new_session=True)\n"
+            "if os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['sleep', '4243'])\n")
+FLOOD = "import time\nend = time.time() + 3\nwhile time.time() < end:\n    print('x' * 100_000)"
+ODD_NAMES = ["名字 with spaces;$(touch pwned) hw1_tokens.ipynb", "-rf hw1_tokens.ipynb", "=HYPERLINK(1) hw1_tokens.ipynb",
+             "x" * 239 + "hw1_tokens.ipynb"]  # 255 bytes, the longest a name can be
 
 
-def question_cells(nb: nbformat.NotebookNode) -> dict[str, int]:
-    """Question name -> index of its answer cell in a student notebook (the cell before its check)."""
-    found = {}
-    for i, cell in enumerate(nb.cells):
-        m = re.fullmatch(r'grader\.check\("(\w+)"\)', cell.source.strip())
-        if m:
-            found[m.group(1)] = max(j for j in range(i) if "otter_answer_cell" in nb.cells[j].metadata.get("tags", []))
-    return found
+def write(nb: nbformat.NotebookNode, path: Path) -> None:
+    nbformat.write(nb, str(path))
 
 
-def submission(built: Path, name: str, answers: dict[str, str], dest: Path, extra: list[str] = ()) -> None:
-    """The student notebook with the master's solutions, then ``answers`` replacing some; ``extra`` cells first."""
-    nb = nbformat.read(built / "student" / f"{name}.ipynb", as_version=4)
-    cells = question_cells(nb)
-    for question, source in {**master_solutions(MASTERS / f"{name}.ipynb"), **answers}.items():
-        nb.cells[cells[question]].source = source
-    for source in extra:
-        nb.cells.insert(4, nbformat.v4.new_code_cell(source))
-    nbformat.write(nb, dest)
+def hw1(built: Path, answers: dict[str, str] | None = None, extra: list[str] = ()) -> nbformat.NotebookNode:
+    return answered(built / "student" / f"{HW1}.ipynb", MASTERS / f"{HW1}.ipynb", answers, extra)
 
 
-def running(pattern: str) -> list[str]:
-    return subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout.split("\n")[:-1]
+def hidden_data(built: Path, name: str) -> dict:
+    with zipfile.ZipFile(built / "autograder" / f"{name}.zip") as z:
+        return json.loads(z.read(f"files/hidden_{name}.json"))
+
+
+def hidden_inputs(built: Path, names: list[str]) -> set[str]:
+    """The first numbers of every hidden input tensor (drawn from the secret), as a feedback message would show them."""
+    return {fmt(a) for name in names for spec in hidden_data(built, name)["questions"].values()
+            for check in spec["checks"] for data in check["examples"]
+            for a in Example.from_data(data).args or [] if hasattr(a, "numel") and a.numel() > 3 and a.is_floating_point()}
+
+
+def hidden_marks(built: Path, names: list[str]) -> set[str]:
+    """Texts only the hidden checks hold: their inputs' numbers and their calls as the grader names them."""
+    calls = {Example.from_data(data).what for name in names for spec in hidden_data(built, name)["questions"].values()
+             for check in spec["checks"] for data in check["examples"] if data["args"] is not None}
+    return hidden_inputs(built, names) | {c for c in calls if c}
+
+
+def points(built: Path, name: str) -> float:
+    return sum(c["points"] for q in hidden_data(built, name)["questions"].values() for c in q["checks"])
 
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("homework")
-    build_homework(MASTERS, out)
+    build_homework(MASTERS, out, SECRET)
     return out
 
 
-ODD_NAMES = ["名字 with spaces;$(touch pwned) hw1_tokens.ipynb", "-rf hw1_tokens.ipynb", "'quote\" hw1_tokens.ipynb"]
+def package_digest() -> str:
+    h = hashlib.sha256()
+    for p in sorted(PACKAGE.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(str(p).encode() + p.read_bytes())
+    return h.hexdigest()
 
 
 @pytest.fixture(scope="session")
 def graded(built, tmp_path_factory):
     subs = tmp_path_factory.mktemp("submissions")
+    outside = tmp_path_factory.mktemp("outside")
     for name in NAMES:
-        (subs / f"{name}.ipynb").write_bytes((MASTERS / f"{name}.ipynb").read_bytes())  # a master, as handed in
+        write(answered(built / "student" / f"{name}.ipynb", MASTERS / f"{name}.ipynb"), subs / f"{name}.ipynb")
         (subs / f"untouched_{name}.ipynb").write_bytes((built / "student" / f"{name}.ipynb").read_bytes())
-    hw1 = "hw1_tokens"
-    submission(built, hw1, {"ch01_patchify": NO_PERMUTE, "ch04_seq_len": N_NOT_N_PLUS_1}, subs / "wrong_hw1_tokens.ipynb")
-    for label, source in {"alias": ALIAS, "wrapper": WRAPPER, "detour": DETOUR}.items():
-        submission(built, hw1, {"ch01_patchify": source}, subs / f"reference_{label}_hw1_tokens.ipynb")
-    submission(built, hw1, {"ch04_embed_tokens": DETOUR_EMBED}, subs / "reference_embed_hw1_tokens.ipynb")
-    for label, source in TAMPER.items():
-        submission(built, hw1, {"ch01_patchify": source}, subs / f"tamper_{label}_hw1_tokens.ipynb")
-    submission(built, hw1, {"ch00_shapes": VANDAL}, subs / "aaa_vandal_hw1_tokens.ipynb")  # graded first
-    submission(built, hw1, {}, subs / "survivor_hw1_tokens.ipynb", extra=[SURVIVOR, FLOOD, BIG_FILE])
-    survives = {"ch04_embed_tokens": "quit()\n" + master_solutions(MASTERS / f"{hw1}.ipynb")["ch04_embed_tokens"]}
-    submission(built, hw1, {**HOSTILE, **survives}, subs / "hostile_hw1_tokens.ipynb")
+    write(hw1(built, {"ch01_patchify": NO_PERMUTE, "ch04_seq_len": N_NOT_N_PLUS_1}), subs / f"wrong_{HW1}.ipynb")
+    write(hw1(built, OWN_WORK), subs / f"own_work_{HW1}.ipynb")
+    write(hw1(built, TAMPER), subs / f"tamper_{HW1}.ipynb")
+    write(hw1(built, VANDAL), subs / f"aaa_vandal_{HW1}.ipynb")  # graded first
+    write(hw1(built, extra=[SURVIVOR, FLOOD]), subs / f"survivor_{HW1}.ipynb")
+    write(hw1(built, HOSTILE), subs / f"hostile_{HW1}.ipynb")
+    solved = subs / f"{HW1}.ipynb"
     for odd in ODD_NAMES:
-        (subs / odd).write_bytes((MASTERS / f"{hw1}.ipynb").read_bytes())
-    (subs / "garbage_hw1_tokens.ipynb").write_text("this is not a notebook")
-    (subs / "invalid_hw1_tokens.ipynb").write_text(json.dumps({"cells": "no", "nbformat": 4}))
-    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in subs.iterdir()}
+        (subs / odd).write_bytes(solved.read_bytes())
+    (outside / "solved.ipynb").write_bytes(solved.read_bytes())
+    (outside / "hidden.json").write_text(json.dumps(hidden_data(built, HW1)))
+    os.symlink(outside / "solved.ipynb", subs / f"link_to_solved_{HW1}.ipynb")
+    os.symlink(outside / "hidden.json", subs / f"link_to_hidden_{HW1}.ipynb")
+    os.mkfifo(subs / f"fifo_{HW1}.ipynb")
+    (subs / f"garbage_{HW1}.ipynb").write_text("this is not a notebook")
+    (subs / f"invalid_{HW1}.ipynb").write_text(json.dumps({"cells": "no", "nbformat": 4}))
+    regular = [p for p in subs.iterdir() if p.is_file() and not p.is_symlink()]
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in regular}
+    package_before = package_digest()
     start = time.monotonic()
-    rows = grade_folder(subs, built / "autograder", limits=Limits(timeout=300, cell_timeout=60, test_timeout=10),
-                        jobs=2)
+    pairs: list = []
+    rows = grade_folder(subs, built, limits=Limits(notebook_seconds=240, memory_mb=4096, processes=48, disk_mb=1024),
+                        jobs=2, executed=tmp_path_factory.mktemp("executed"), pairs=pairs)
     seconds = time.monotonic() - start
-    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in subs.iterdir()}
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in regular}
     out = tmp_path_factory.mktemp("grades")
     write_csv(rows, out / "grades.csv")
     feedback = write_feedback(rows, out / "feedback")
     with open(out / "grades.csv") as f:
-        table = {r["submission"].removesuffix(".ipynb"): r for r in csv.DictReader(f)}
+        table = {r["submission"].lstrip("'").removesuffix(".ipynb"): r for r in csv.DictReader(f)}
     print(f"graded {len(rows)} submissions in {seconds:.0f} s", file=sys.stderr)
-    return {"table": table, "before": before, "after": after, "rows": rows, "feedback": feedback, "subs": subs}
+    return {"table": table, "before": before, "after": after, "rows": rows, "feedback": feedback, "subs": subs,
+            "csv": out / "grades.csv", "package": (package_before, package_digest()), "pairs": pairs}
 
 
 def scores(row: dict[str, str]) -> dict[str, float]:
     return {k: float(v) for k, v in row.items() if k.startswith("ch") and v != ""}
 
 
-def full(graded, name: str = "hw1_tokens") -> dict[str, float]:
+def full(graded, name: str = HW1) -> dict[str, float]:
     return scores(graded["table"][name])
+
+
+def only_these_lost(graded, label: str, lost: dict[str, float]) -> None:
+    """Row ``label`` scores ``lost[q]`` on the attacked questions and full marks on every other."""
+    row = graded["table"][label]
+    assert row["status"] == "graded", row
+    got = scores(row)
+    for question, most in full(graded).items():
+        assert got[question] == lost.get(question, most), (label, question, got[question], row["notes"])
 
 
 # ---------------------------------------------------------------- the build
 
 
-def test_student_notebooks_have_no_solutions_or_hidden_tests(built):
+def test_student_notebooks_have_no_solutions_or_hidden_checks(built):
     for name in NAMES:
         text = (built / "student" / f"{name}.ipynb").read_text()
         assert "BEGIN SOLUTION" in (MASTERS / f"{name}.ipynb").read_text()
         assert "BEGIN SOLUTION" not in text and "# SOLUTION" not in text
-        assert "hidden=True" not in text and "hidden: true" not in text and "hidden_" not in text
-        nb = nbformat.reads(text, as_version=4)
-        assert set(question_cells(nb)) == set(hidden(name).answers), "every question has an answer and a check"
-        assert all("..." in nb.cells[i].source for i in question_cells(nb).values())
+        assert "hidden: true" not in text and "check_hidden" not in text and "hidden_" not in text
 
 
-def test_autograder_zip_carries_the_hidden_checks_and_what_installs_them(built):
+def test_autograder_zip_carries_the_hidden_checks_as_data_and_what_installs_them(built):
     for name in NAMES:
         with zipfile.ZipFile(built / "autograder" / f"{name}.zip") as z:
             files = set(z.namelist())
-            assert f"files/hidden_{name}.py" in files
             (wheel,) = [f for f in files if f.startswith("files/vit_edu-") and f.endswith(".whl")]
             env = z.read("environment.yml").decode()
-            assert f"file:///autograder/source/{wheel}" in env and "torch==" in env and "otter-grader[grading]==" in env
             tests = {f: z.read(f).decode() for f in files if f.startswith("tests/")}
-        cases = hidden(name)
-        assert sum(t.count("hidden=True") for t in tests.values()) == len(cases.cases)
-        for question in cases.answers:  # the public test is worth 0, each hidden check its points
-            assert f"points = {[0, *cases.points(question)]}" in tests[f"tests/{question}.py"]
+            assert not [f for f in files if f.endswith(".py") and "hidden" in f], "no hidden code, only data"
+        assert f"file:///autograder/source/{wheel}" in env and "torch==" in env and "otter-grader[grading]==" in env
+        data = hidden_data(built, name)
+        assert sum(t.count("hidden=True") for t in tests.values()) == sum(len(q["checks"]) for q in
+                                                                             data["questions"].values())
+        for question, spec in data["questions"].items():  # the public test is worth 0, each hidden check its points
+            assert f"points = {[0, *(c['points'] for c in spec['checks'])]}" in tests[f"tests/{question}.py"]
 
 
-def test_no_hidden_value_in_the_package_or_the_student_notebooks(built, tmp_path):
+def test_hidden_inputs_come_from_the_secret(tmp_path, built):
+    other = tmp_path / "other"
+    build_homework(MASTERS, other, "another course's secret")
+    mine, theirs = hidden_inputs(built, NAMES), hidden_inputs(other, NAMES)
+    assert len(mine) > 20 and not mine & theirs
+    none = tmp_path / "none"
+    build_homework(MASTERS, none)  # no secret: student notebooks, no autograders
+    assert (none / "student" / f"{HW1}.ipynb").exists() and not (none / "autograder").exists()
+
+
+def test_nothing_students_get_holds_a_hidden_input_or_a_solution(built):
     wheel = next((built / "wheel").glob("*.whl"))
     with zipfile.ZipFile(wheel) as z:
         shipped = {f: z.read(f).decode(errors="replace") for f in z.namelist() if f.endswith((".py", ".json", ".txt"))}
+    assert not [f for f in shipped if "hidden" in f or "/feedback/" in f], "no hidden checks, no solution code"
+    assert [f for f in shipped if f.startswith("vit_edu/homework/public/")], "the public examples are data"
     students = {f.name: f.read_text() for f in (built / "student").glob("*.ipynb")}
-    assert not any("hidden" in f.split("/")[0] for f in shipped), "the hidden checks are not in the wheel"
-    assert all(secrets(name) for name in NAMES), "every homework has hidden inputs to look for"
+    marks = hidden_marks(built, NAMES)
+    assert len(marks) > 20
+    assert all(leaks((MASTERS / f"{name}.ipynb").read_text(), [name]) for name in NAMES), "the masters hold them"
     for where, text in {**shipped, **students}.items():
-        assert not leaks(text, NAMES), f"{where} holds hidden values {leaks(text, NAMES)}"
+        assert not [m for m in marks if m in text], where
+        assert not leaks(text, NAMES), f"{where} holds the instructor's code or answers: {leaks(text, NAMES)[:3]}"
 
 
 # ---------------------------------------------------------------- scores
 
 
-def test_masters_score_full_marks(graded):
-    for name, points in POINTS.items():
+def test_masters_score_full_marks_and_untouched_notebooks_zero(graded, built):
+    for name in NAMES:
         row = graded["table"][name]
         assert row["status"] == "graded" and not row["flags"] and not row["notes"], row
-        assert float(row["total"]) == float(row["possible"]) == points
-
-
-def test_untouched_student_notebooks_score_zero_and_are_not_flagged(graded):
-    for name, points in POINTS.items():
-        row = graded["table"][f"untouched_{name}"]
-        assert row["status"] == "graded" and not row["flags"], row
-        assert float(row["total"]) == 0 and float(row["possible"]) == points
+        assert float(row["total"]) == float(row["possible"]) == points(built, name) > 0, name
+        untouched = graded["table"][f"untouched_{name}"]
+        assert untouched["status"] == "graded" and not untouched["flags"], untouched
+        assert float(untouched["total"]) == 0 and float(untouched["possible"]) == points(built, name)
 
 
 def test_classic_mistakes_get_the_intended_partial_marks(graded):
-    got = scores(graded["table"]["wrong_hw1_tokens"])
-    assert got["ch01_patchify"] == 1  # the shape check passes, the contents fail
-    assert got["ch04_seq_len"] == 1  # only the no-CLS cases are right
-    assert sum(got.values()) == POINTS["hw1_tokens"] - 2 - 1
+    only_these_lost(graded, f"wrong_{HW1}", {"ch01_patchify": 1, "ch04_seq_len": 1})
+    feedback = next(p for p in graded["feedback"] if f"wrong_{HW1}" in p.name).read_text()
+    assert "Hidden checks failed: token order and contents" in feedback
+    assert "did you permute before the final reshape" in feedback
 
 
-@pytest.mark.parametrize("label, question", [("alias", "ch01_patchify"), ("wrapper", "ch01_patchify"),
-                                             ("detour", "ch01_patchify"), ("embed", "ch04_embed_tokens")])
-def test_calling_the_reference_scores_zero_for_that_question_and_says_why(graded, label, question):
-    row = graded["table"][f"reference_{label}_hw1_tokens"]
-    assert row["status"] == "graded" and not row["flags"], row
-    got = scores(row)
-    assert got[question] == 0
-    assert all(got[q] == p for q, p in full(graded).items() if q != question)
-    assert question in row["notes"] and "reference" in row["notes"]
+def test_answers_made_with_the_books_code_score_nothing_whatever_the_route(graded):
+    only_these_lost(graded, f"own_work_{HW1}", {q: 0 for q in OWN_WORK})
 
 
-@pytest.mark.parametrize("label", sorted(TAMPER))
-def test_tampering_is_flagged_and_gains_nothing(graded, label):
-    row = graded["table"][f"tamper_{label}_hw1_tokens"]
-    assert row["status"] == "flagged" and row["flags"], row
-    assert float(row["total"]) == 0
+def test_tampering_spoils_only_the_tamperers_own_question(graded):
+    only_these_lost(graded, f"tamper_{HW1}", {"ch01_patchify": 1, "ch04_seq_len": 1, "ch01_token_count": 0,
+                                               "ch03_patch_params": 0, "ch02_toy_projection": 0,
+                                               "ch04_embed_tokens": 0})
+
+
+def test_the_sandbox_holds_as_root_and_the_next_submissions_are_intact(graded):
+    only_these_lost(graded, f"aaa_vandal_{HW1}", {q: 0 for q in VANDAL if q not in ("ch00_shapes", "ch04_seq_len")})
+    assert graded["package"][0] == graded["package"][1], "the package folder is unchanged"
+    assert not (PACKAGE / "pwned.py").exists()
+    for name in NAMES:  # graded after the vandal, and intact
+        assert float(graded["table"][name]["total"]) == float(graded["table"][name]["possible"])
+    assert graded["before"] == graded["after"]
+
+
+def test_nothing_outlives_grading_and_floods_cost_nothing(graded):
+    assert subprocess.run(["pgrep", "-f", "sleep 424[23]"], capture_output=True).stdout == b""
+    only_these_lost(graded, f"survivor_{HW1}", {})
+
+
+def test_hostile_answers_fail_only_their_question(graded):
+    only_these_lost(graded, f"hostile_{HW1}", {q: 0 for q in HOSTILE})
 
 
 def test_honest_submissions_are_never_flagged(graded):
-    honest = [n for n in graded["table"] if n in NAMES or n.startswith(("untouched_", "wrong_", "reference_"))]
-    assert len(honest) >= 2 * len(NAMES) + 5
+    honest = [n for n in graded["table"] if n in NAMES or n.startswith(("untouched_", "wrong_"))]
+    assert len(honest) == 2 * len(NAMES) + 1
     for name in honest:
         assert not graded["table"][name]["flags"], name
 
 
-def test_a_vandal_reaches_no_other_submission_and_no_secret(graded):
-    row = graded["table"]["aaa_vandal_hw1_tokens"]
-    assert row["status"] == "graded" and scores(row)["ch00_shapes"] == 0  # it saw nothing to overwrite or read
-    assert graded["before"] == graded["after"]
-    for name in NAMES:  # graded after the vandal, and intact
-        assert float(graded["table"][name]["total"]) == POINTS[name]
+# ---------------------------------------------------------------- files and the CSV
 
 
-def test_nothing_outlives_grading_and_floods_cost_nothing(graded):
-    assert running("sleep 424[23]") == []
-    row = graded["table"]["survivor_hw1_tokens"]
-    assert row["status"] == "graded" and scores(row) == full(graded), row
-
-
-def test_hostile_answers_fail_only_their_question(graded):
-    row = graded["table"]["hostile_hw1_tokens"]
-    assert row["status"] == "graded", row
-    got = scores(row)
-    for question, points in full(graded).items():
-        assert got[question] == (0 if question in HOSTILE else points), question
-
-
-def test_odd_file_names_are_graded_under_their_own_names(graded):
+def test_odd_file_names_are_graded_under_their_own_names_and_never_become_formulas(graded):
     for odd in ODD_NAMES:
         row = graded["table"][odd.removesuffix(".ipynb")]
-        assert row["status"] == "graded" and float(row["total"]) == POINTS["hw1_tokens"]
+        assert row["status"] == "graded" and float(row["total"]) == float(row["possible"]), odd
     assert not (Path.cwd() / "pwned").exists()
+    with open(graded["csv"]) as f:
+        cells = [cell for line in csv.reader(f) for cell in line]
+    assert "'=HYPERLINK(1) hw1_tokens.ipynb" in cells and "'-rf hw1_tokens.ipynb" in cells
+    assert not any(c.startswith(("=", "+", "-", "@")) for c in cells)
+    assert csv_cell("@SUM(A1)") == "'@SUM(A1)" and csv_cell("fine") == "fine"
+
+
+def test_links_and_special_files_are_listed_never_followed(graded):
+    for name, kind in ((f"link_to_solved_{HW1}", "a link"), (f"link_to_hidden_{HW1}", "a link"),
+                       (f"fifo_{HW1}", "not a regular file")):
+        row = graded["table"][name]
+        assert row["status"] == "failed" and kind in row["error"] and float(row["total"]) == 0, row
 
 
 def test_bad_files_fail_their_row_only(graded):
-    for name in ("garbage_hw1_tokens", "invalid_hw1_tokens"):
+    for name in (f"garbage_{HW1}", f"invalid_{HW1}"):
         row = graded["table"][name]
         assert row["status"] == "failed" and "not a readable notebook" in row["error"]
 
 
-def test_submissions_are_never_modified(graded):
-    assert graded["before"] == graded["after"]
-
-
-def test_every_row_has_a_feedback_file_without_hidden_inputs(graded):
+def test_every_row_has_a_feedback_file_without_hidden_inputs(graded, built):
     assert len(graded["feedback"]) == len(graded["rows"])
-    wrong = next(p for p in graded["feedback"] if "wrong_hw1_tokens" in p.name).read_text()
-    assert "ch01_patchify" in wrong and "Hidden checks failed: token order and contents" in wrong
+    marks = hidden_marks(built, NAMES)
     for path in graded["feedback"]:
         text = path.read_text()
-        assert "Score:" in text and not leaks(text, NAMES), path.name
-    flagged = next(p for p in graded["feedback"] if "tamper_checks" in p.name).read_text()
-    assert "set aside" in flagged and "rebinds feedback.check_patchify" in flagged
+        assert "Score:" in text and not [m for m in marks if m in text], path.name
 
 
-def test_grading_time_per_submission(graded):
-    times = sorted(r.seconds for r in graded["rows"] if r.status == "graded")
-    print(f"seconds per submission: {times}", file=sys.stderr)
-    assert times[len(times) // 2] < 60
+def test_copies_of_the_solution_are_reported_and_untouched_notebooks_are_not(graded):
+    assert any(p.second == "published solution" and p.first == f"{HW1}.ipynb" for p in graded["pairs"])
+    assert "published solution" in graded["table"][HW1]["copies"]
+    assert not graded["table"][f"untouched_{HW1}"]["copies"]
 
 
 # ---------------------------------------------------------------- the command line
 
 
-def test_grade_command_line_writes_csv_and_feedback(built, tmp_path):
+def test_grade_command_line_writes_csv_feedback_and_the_copies_report(built, tmp_path):
     from vit_edu.homework.grade import main
 
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "not_homework.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4,
                                                           "nbformat_minor": 5}))
-    main([str(subs), "--autograder-dir", str(built / "autograder"), "--out", str(tmp_path / "g.csv")])
+    main([str(subs), "--homework-dir", str(built), "--out", str(tmp_path / "g.csv")])
     rows = list(csv.DictReader(open(tmp_path / "g.csv")))
     assert len(rows) == 1 and rows[0]["status"] == "failed" and "--assignment" in rows[0]["error"]
     assert len(list((tmp_path / "g_feedback").glob("*.md"))) == 1
+    assert "for review" in (tmp_path / "g_copies.md").read_text()
+
+
+def test_grading_without_autograders_says_how_to_build_them(tmp_path):
+    (tmp_path / "autograder").mkdir()
+    with pytest.raises(FileNotFoundError, match="HOMEWORK_SECRET"):
+        grade_folder(tmp_path, tmp_path)
+    done = subprocess.run(["make", "grade", "SUBMISSIONS=" + str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if not k.startswith("HOMEWORK_SECRET")})
+    assert done.returncode != 0 and "secret" in done.stdout + done.stderr
 
 
 def test_no_sandbox_refuses_clearly_unless_asked(built, tmp_path, monkeypatch):
@@ -346,31 +423,21 @@ def test_no_sandbox_refuses_clearly_unless_asked(built, tmp_path, monkeypatch):
 
     subs = tmp_path / "subs"
     subs.mkdir()
-    (subs / "hw1_tokens.ipynb").write_bytes((MASTERS / "hw1_tokens.ipynb").read_bytes())
-    monkeypatch.setattr(grade, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
+    write(hw1(built), subs / f"{HW1}.ipynb")
+    monkeypatch.setattr(grade, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
     with pytest.raises(RuntimeError, match="bwrap.*--no-sandbox"):
-        grade_folder(subs, built / "autograder")
-    (row,) = grade_folder(subs, built / "autograder", sandboxed=False)
-    assert row.status == "graded" and row.total == POINTS["hw1_tokens"]
+        grade_folder(subs, built)
+    (row,) = grade_folder(subs, built, sandboxed=False)
+    assert row.status == "graded" and row.total == row.possible == points(built, HW1)
 
 
 def test_row_totals_and_feedback_of_a_failed_row():
-    row = Row("x.ipynb", "hw1_tokens", error="not a readable notebook: ValueError")
+    row = Row("x.ipynb", HW1, error="not a readable notebook: ValueError")
     assert row.total == row.possible == 0
-    assert "could not run everything" in feedback_markdown(row)
+    assert "could not grade this file" in feedback_markdown(row)
 
 
-def test_the_sandbox_sees_read_only_paths_that_live_under_tmp(tmp_path, monkeypatch):
-    # A checkout (package and venv) under /tmp must stay visible in the sandbox, whose own /tmp is a fresh tmpfs.
-    from vit_edu.homework import sandbox
-
-    shipped, work = tmp_path / "checkout", tmp_path / "work"
-    shipped.mkdir()
-    work.mkdir()
-    (shipped / "marker.txt").write_text("from the checkout")
-    monkeypatch.setattr(sandbox, "_readonly_paths", lambda: [shipped.resolve()])
-    argv = sandbox.sandbox_argv(work)
-    seen = subprocess.run([*argv, "cat", str(shipped.resolve() / "marker.txt")], capture_output=True, text=True)
-    assert seen.returncode == 0 and seen.stdout == "from the checkout", seen.stderr
-    wrote = subprocess.run([*argv, "sh", "-c", f"echo x > {shipped.resolve()}/new.txt"], capture_output=True, text=True)
-    assert wrote.returncode != 0 and not (shipped / "new.txt").exists()  # and it is read-only there
+def test_master_solutions_cover_every_question():
+    for name in NAMES:
+        solutions = master_solutions(MASTERS / f"{name}.ipynb")
+        assert solutions and all(s.strip() for s in solutions.values()), name

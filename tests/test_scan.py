@@ -26,7 +26,7 @@ HONEST = [
     "# Initialize Otter\nimport otter\ngrader = otter.Notebook('hw1_tokens.ipynb')",
     'grader.check("ch01_patchify")',
     "import importlib.util, os, subprocess, sys\nimportlib.util.find_spec('vit_edu')",
-    "from vit_edu.homework import feedback\nfeedback.check_patchify(lambda x, p: x)",
+    "from vit_edu.homework.checks import check\ncheck(\"ch01_patchify\", my_patchify=lambda x, p: x)",
     "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.rcParams['figure.dpi'] = 80",
     "!ls\nmodel = nn.Linear(2, 2)\nmodel.weight = nn.Parameter(torch.zeros(2, 2))\nlist(model.modules())",
     "class Data(torch.utils.data.Dataset):\n    def __len__(self):\n        return 3\n"
@@ -41,7 +41,7 @@ def test_honest_code_is_not_flagged(source):
 
 
 ATTACKS = {
-    "from vit_edu.homework import feedback\nfeedback.check_patchify = lambda *a: None": "rebinds feedback.check_patchify",
+    "from vit_edu.homework import checks\nchecks.check = lambda *a, **k: None": "rebinds checks.check",
     "import vit_edu\nvit_edu.patchify = lambda x, p: x": "rebinds vit_edu.patchify",
     "import torch\ndel torch.allclose": "rebinds torch.allclose",
     "import otter.test_files.abstract_test as t": "imports otter.test_files.abstract_test",
@@ -56,7 +56,7 @@ ATTACKS = {
     "import vit_edu\nvit_edu.patchify.__wrapped__": "reaches vit_edu.patchify.__wrapped__",
     "import importlib, vit_edu\nimportlib.reload(vit_edu)": "uses importlib.reload",
     "from importlib import reload": "imports importlib.reload",
-    "import vit_edu.homework.cases as c": "imports vit_edu.homework.cases",
+    "import vit_edu.homework.harness as c": "imports vit_edu.homework.harness",
     "import hidden_hw1_tokens": "imports hidden_hw1_tokens",
     "import gc\ngc.get_objects()": "imports gc",
     "class Anything:\n    def __eq__(self, other):\n        return True": "class Anything defines __eq__",

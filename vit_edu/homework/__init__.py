@@ -1,14 +1,19 @@
-"""Homework tooling: public feedback for students, and the instructor's grader.
+"""Homework tooling: public checks for students, and the instructor's build and grader.
 
-- :mod:`~vit_edu.homework.feedback`: the public checks a student's ``grader.check`` cells run (no hidden input,
-  no expected value beyond the public example).
-- :mod:`~vit_edu.homework.cases`: how a hidden check is written: a *probe* that runs in the student's kernel and
-  returns plain data, and a *judge* that compares that data with the reference in the grader's own process.
-- :mod:`~vit_edu.homework.scan`: a static reading of a submission for calls of the reference and for tampering.
-- :mod:`~vit_edu.homework.sandbox`: a Jupyter kernel inside a bubblewrap sandbox.
-- :mod:`~vit_edu.homework.grade`: grading a folder of submissions into a CSV and one feedback file each.
-- :mod:`~vit_edu.homework.build`: ``make homework``: student notebooks, autograder zips, the instructor's masters.
+What students get is generic code and data, never a solution:
 
-The hidden checks themselves live in ``book/homework/hidden/``, outside this package: students install the
-package, never the hidden checks or the answer keys.
+- :mod:`~vit_edu.homework.checks`: checks as data (inputs, the expected output, the classic mistakes' outputs and
+  hints); runs an answer and compares. ``check(question, **answers)`` is the public check a student's test cell
+  runs, on the examples in ``public/`` (:mod:`~vit_edu.homework.plain` is their encoding).
+
+The instructor's side (``book/homework/hidden/<name>.py`` computes every example with the book's references;
+:mod:`~vit_edu.homework.assignment` holds them and draws hidden inputs from the course's secret):
+
+- :mod:`~vit_edu.homework.build`: ``make homework``: student notebooks, the public examples, autograder zips.
+- :mod:`~vit_edu.homework.grade`: grading a folder: each question in its own sandboxed process
+  (:mod:`~vit_edu.homework.harness`, in a package without its references, :mod:`~vit_edu.homework.strip`), judged
+  outside; the whole notebook run for its outputs (:mod:`~vit_edu.homework.runner`); a static reading
+  (:mod:`~vit_edu.homework.scan`); copies (:mod:`~vit_edu.homework.copies`); :mod:`~vit_edu.homework.selfcheck`
+  grades a master's own solutions.
+- :mod:`~vit_edu.homework.sandbox`: bubblewrap, unprivileged even for a root grader, limits for the whole sandbox.
 """

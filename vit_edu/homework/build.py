@@ -1,32 +1,43 @@
-"""``make homework``: from each master, the student notebook, the autograder zip and the instructor's master.
+"""``make homework``: from each master, the student notebook, the instructor's master and, with the course's
+secret, the autograder zip.
 
-``python -m vit_edu.homework.build book/homework _build/homework``. For every ``book/homework/hw*.ipynb``:
+``python -m vit_edu.homework.build book/homework _build/homework [--secret-file F]``. For every
+``book/homework/hw*.ipynb``, the instructor's module ``book/homework/hidden/<name>.py`` builds the questions
+(:mod:`vit_edu.homework.assignment`): their public examples and, with the secret, their hidden checks.
 
-1. The hidden checks of ``book/homework/hidden/<name>.py`` become hidden otter test cells (one per check, with
-   its points) after each question's public test, in a generated master ``_build/homework/masters/<name>.ipynb``
-   (the instructor's site shows these). The public tests are worth 0 points: they check the public example only.
-2. ``otter assign`` turns the generated master into the student notebook (no solutions, no hidden tests) and
-   the autograder zip, which carries what otter needs on Gradescope: the hidden module, the answer key
-   (``hidden/<name>_key.json`` merged with what ``hidden/<name>_key.py`` computes, e.g. experiment results), the
-   ``vit_edu`` wheel and the pinned requirements that install it.
+1. The master's public test cells call :func:`vit_edu.homework.checks.check`; with the secret, each hidden check
+   becomes a hidden otter test cell with its points (the public tests are worth 0). The generated master is in
+   ``_build/homework/masters/<name>.ipynb`` (the instructor's site shows it).
+2. ``otter assign`` turns it into the student notebook (no solutions, no hidden checks) and, with the secret, the
+   autograder zip, which carries what otter needs on Gradescope: the hidden checks as data
+   (``hidden_<name>.json``, with the set-up cells the grader runs before each question), the ``vit_edu`` wheel and
+   the pinned requirements that install it.
+
+``--public`` writes the public examples into ``vit_edu/homework/public/`` instead (``make homework-public``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import nbformat
 
 from vit_edu.book.launch import TAG as SETUP_TAG
-from vit_edu.homework.grade import load_module
+from vit_edu.homework.assignment import SECRET_ENV, Assignment, drawer, read_secret
+from vit_edu.homework.checks import PUBLIC
 
 ROOT = Path(__file__).resolve().parents[2]
+OTTER_INIT = "# Initialize Otter"
 # What the autograder's environment installs, pinned as in requirements.txt: the package's own dependencies,
 # otter's grading extra and the kernel.
 RUNTIME = ("torch", "torchvision", "numpy", "matplotlib", "einops", "ipython", "ipywidgets", "tqdm", "ipykernel",
@@ -60,23 +71,61 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
-def hidden_test_source(module: str, question: str, check: str, index: int, answers: tuple[str, ...]) -> str:
-    """One hidden otter test cell: probe and judge in the kernel (otter's way; ``make grade`` splits them)."""
+def load_module(name: str, path: Path) -> ModuleType:
+    """A module made from the file at ``path`` (not registered in ``sys.modules``)."""
+    module = ModuleType(name)
+    module.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    return module
+
+
+def make_assignment(masters: Path, name: str, draw: Callable[[str], int]) -> Assignment:
+    """The assignment that ``masters/hidden/<name>.py`` builds with ``draw`` (instructor side: it uses references)."""
+    assignment = load_module(f"hidden_{name}", masters / "hidden" / f"{name}.py").make(draw)
+    if assignment.name != name:
+        raise ValueError(f"{masters / 'hidden' / name}.py builds {assignment.name!r}, not {name!r}")
+    return assignment
+
+
+def public_draw(label: str) -> int:
+    """The seeds of the hidden inputs when only the public examples are wanted (their values are not used)."""
+    return 0
+
+
+def write_public(masters: Path, dest: Path = PUBLIC) -> list[Path]:
+    """``vit_edu/homework/public/<name>.json``: each assignment's public examples, the data the public checks read."""
+    dest.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for master in sorted(masters.glob("hw*.ipynb")):
+        path = dest / f"{master.stem}.json"
+        path.write_text(json.dumps(make_assignment(masters, master.stem, public_draw).public_data(), indent=1) + "\n")
+        paths.append(path)
+    return paths
+
+
+def test_cell(question: str, answers: tuple[str, ...], index: int, body: str) -> str:
+    """An otter test cell (public when ``index`` is 0) whose function takes the question's answers."""
     args = ", ".join(answers)
-    env = ", ".join(f"{a!r}: {a}" for a in answers)
-    return (
-        '""" # BEGIN TEST CONFIG\nhidden: true\n""" # END TEST CONFIG\n'
-        f"def test_{question}_{index}({args}):\n"
-        f"    import {module} as hidden\n"
-        f"    hidden.cases.check({question!r}, {check!r}, {{{env}}}, hidden.cases.load_key(hidden.__file__))\n\n"
-        f"test_{question}_{index}({args})\n"
-    )
+    hidden = '""" # BEGIN TEST CONFIG\nhidden: true\n""" # END TEST CONFIG\n' if index else ""
+    return f"{hidden}def test_{question}_{index}({args}):\n{body}\ntest_{question}_{index}({args})\n"
 
 
-def generated_master(master: Path, hidden: Path, files: list[str]) -> nbformat.NotebookNode:
-    """The master with the hidden checks as test cells, each question's points, the autograder's files."""
-    name = master.stem
-    cases = load_module(f"hidden_{name}", hidden.read_text()).cases
+def public_test_source(question: str, answers: tuple[str, ...]) -> str:
+    kwargs = ", ".join(f"{a}={a}" for a in answers)
+    return test_cell(question, answers, 0, "    from vit_edu.homework.checks import check\n"
+                                           f"    check({question!r}, {kwargs})\n")
+
+
+def hidden_test_source(assignment: str, question: str, answers: tuple[str, ...], index: int) -> str:
+    """One hidden otter test cell: the check's data from the zip, run and judged in the kernel (otter's way)."""
+    kwargs = ", ".join(f"{a}={a}" for a in answers)
+    return test_cell(question, answers, index + 1, "    from vit_edu.homework.checks import check_hidden\n"
+                     f"    check_hidden('hidden_{assignment}.json', {question!r}, {index}, {kwargs})\n")
+
+
+def generated_master(master: Path, assignment: Assignment, files: list[str]) -> nbformat.NotebookNode:
+    """The master with the public check cells written from the questions, the hidden checks (when the assignment
+    has them, that is with a secret) as hidden test cells, each question's points and the autograder's files."""
     nb = nbformat.read(str(master), as_version=4)
     config = nb.cells[0]
     if not config.source.startswith("# ASSIGNMENT CONFIG"):
@@ -89,58 +138,74 @@ def generated_master(master: Path, hidden: Path, files: list[str]) -> nbformat.N
     question = None
     for cell in nb.cells:
         if cell.cell_type == "raw" and cell.source.startswith("# BEGIN QUESTION"):
-            question = re.search(r"name:\s*(\w+)", cell.source).group(1)
-            if question not in cases.answers:
-                raise ValueError(f"{master}: question {question!r} has no hidden checks in {hidden}")
-            points = [0, *cases.points(question)]
-            cell.source = re.sub(r"\npoints:.*", "", cell.source).rstrip() + f"\npoints: {points}\n"
-            seen.add(question)
+            question = assignment.questions.get(re.search(r"name:\s*(\w+)", cell.source).group(1))
+            if question is None:
+                raise ValueError(f"{master}: question {cell.source.split()[-1]!r} has no checks in its hidden module")
+            cell.source = re.sub(r"\npoints:.*", "", cell.source).rstrip() + \
+                f"\npoints: {[0, *(c.points for c in question.checks)] if question.checks else 0}\n"
+            seen.add(question.name)
+        if cell.cell_type == "code" and cell.source.startswith("def test_") and question is not None:
+            cell.source = public_test_source(question.name, question.answers)
         if cell.cell_type == "raw" and cell.source.strip() == "# END TESTS" and question is not None:
-            checks = [c for c in cases.cases if c.question == question]
-            cells += [nbformat.v4.new_code_cell(hidden_test_source(f"hidden_{name}", question, c.name, i + 1,
-                                                                   cases.answers[question]))
-                      for i, c in enumerate(checks)]
+            cells += [nbformat.v4.new_code_cell(hidden_test_source(assignment.name, question.name, question.answers, i))
+                      for i in range(len(question.checks))]
         cells.append(cell)
-    if seen != set(cases.answers):
-        raise ValueError(f"{hidden} checks questions the master lacks: {sorted(set(cases.answers) - seen)}")
+    if seen != set(assignment.questions):
+        raise ValueError(f"{master.stem}'s hidden module checks questions the master lacks: "
+                         f"{sorted(set(assignment.questions) - seen)}")
     nb.cells = cells
     return nb
 
 
-def answer_key(hidden_dir: Path, name: str) -> dict | None:
-    """The key of one assignment: the committed JSON, updated with what its key script computes."""
-    key = None
-    if (path := hidden_dir / f"{name}_key.json").exists():
-        key = json.loads(path.read_text())
-    if (script := hidden_dir / f"{name}_key.py").exists():
-        key = {**(key or {}), **load_module(f"{name}_key", script.read_text()).make_key()}
-    return key
+def given_cells(master: Path) -> dict[str, list[str]]:
+    """Per question, the master's code cells outside every question that come before it (the set-up the grader
+    runs, in the instructor's version, before the question's own cells)."""
+    nb = nbformat.read(str(master), as_version=4)
+    given: list[str] = []
+    out: dict[str, list[str]] = {}
+    inside = False
+    for cell in nb.cells:
+        if cell.cell_type == "raw" and cell.source.startswith("# BEGIN QUESTION"):
+            out[re.search(r"name:\s*(\w+)", cell.source).group(1)] = list(given)
+            inside = True
+        elif cell.cell_type == "raw" and cell.source.startswith("# END QUESTION"):
+            inside = False
+        elif cell.cell_type == "code" and not inside:
+            given.append(cell.source)
+    return out
 
 
-def build_homework(masters: Path, out: Path) -> list[str]:
-    """Student notebooks in ``out/student``, zips in ``out/autograder``, generated masters in ``out/masters``."""
+def build_homework(masters: Path, out: Path, secret: str | None = None) -> list[str]:
+    """Student notebooks in ``out/student``, generated masters in ``out/masters``; with the course's ``secret``,
+    the hidden checks drawn from it and the autograder zips in ``out/autograder``."""
     wheel = build_wheel(out / "wheel")
     names = []
     for master in sorted(masters.glob("hw*.ipynb")):
         name = master.stem
         work = out / "masters"
         work.mkdir(parents=True, exist_ok=True)
-        hidden = masters / "hidden" / f"{name}.py"
-        shutil.copyfile(hidden, work / f"hidden_{name}.py")
-        files = [f"hidden_{name}.py", wheel.name]
-        key = answer_key(masters / "hidden", name)
-        if key is not None:
-            (work / f"hidden_{name}_key.json").write_text(json.dumps(key, indent=1))
-            files.append(f"hidden_{name}_key.json")
+        assignment = make_assignment(masters, name, drawer(secret, name) if secret else public_draw)
+        if not secret:
+            for q in assignment.questions.values():
+                q.checks = []
+        files = [wheel.name]
+        if secret:
+            data = assignment.data()
+            for q, cells in given_cells(master).items():
+                data["questions"][q]["given"] = cells
+            (work / f"hidden_{name}.json").write_text(json.dumps(data))
+            files.insert(0, f"hidden_{name}.json")
         shutil.copyfile(wheel, work / wheel.name)
         (work / "requirements.txt").write_text("\n".join(pinned_requirements(ROOT / "requirements.txt", wheel)) + "\n")
-        nbformat.write(generated_master(master, hidden, files), str(work / f"{name}.ipynb"))
+        nbformat.write(generated_master(master, assignment, files), str(work / f"{name}.ipynb"))
         dist = out / "dist" / name
         shutil.rmtree(dist, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "otter", "assign", f"{name}.ipynb", str(dist.resolve())], cwd=work,
                        check=True, stdout=subprocess.DEVNULL)
-        for sub, pattern, target in (("student", f"{name}.ipynb", f"{name}.ipynb"),
-                                     ("autograder", f"{name}-autograder_*.zip", f"{name}.zip")):
+        targets = [("student", f"{name}.ipynb", f"{name}.ipynb")]
+        if secret:
+            targets.append(("autograder", f"{name}-autograder_*.zip", f"{name}.zip"))
+        for sub, pattern, target in targets:
             (found,) = sorted((dist / sub).glob(pattern))
             (out / sub).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(found, out / sub / target)
@@ -148,7 +213,7 @@ def build_homework(masters: Path, out: Path) -> list[str]:
         nb = nbformat.read(str(student), as_version=4)
         # The page opens with the title and instructions, then the set-up cell (it installs otter where it is
         # missing), then otter's init cell, which otter assign puts first.
-        init = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Initialize Otter"))
+        init = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith(OTTER_INIT))
         setup = next(c for c in nb.cells if SETUP_TAG in c.metadata.get("tags", []))
         nb.cells.remove(init)
         nb.cells.insert(nb.cells.index(setup) + 1, init)
@@ -162,11 +227,28 @@ def build_homework(masters: Path, out: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m vit_edu.homework.build MASTERS OUT``."""
-    masters, out = map(Path, (sys.argv[1:] if argv is None else argv)[:2])
-    names = build_homework(masters, out)
-    print(f"{', '.join(names)}: student notebooks in {out / 'student'}, autograders in {out / 'autograder'}, "
-          f"masters with hidden tests in {out / 'masters'}")
+    """``python -m vit_edu.homework.build MASTERS OUT [--secret-file F]``, or ``--public MASTERS``."""
+    p = argparse.ArgumentParser(prog="python -m vit_edu.homework.build", description=__doc__.split("\n")[0])
+    p.add_argument("masters", type=Path)
+    p.add_argument("out", type=Path, nargs="?")
+    p.add_argument("--public", action="store_true", help=f"write the public examples into {PUBLIC} and stop")
+    p.add_argument("--secret-file", type=Path, help=f"the course's secret (else ${SECRET_ENV}; none: no autograders)")
+    args = p.parse_args(argv)
+    if args.public:
+        print("public examples:", ", ".join(str(path) for path in write_public(args.masters)))
+        return
+    if args.out is None:
+        p.error("give the output folder")
+    secret = None
+    if args.secret_file is not None or os.environ.get(SECRET_ENV):
+        try:
+            secret = read_secret(args.secret_file, dict(os.environ))
+        except (OSError, ValueError) as e:
+            p.exit(2, f"{p.prog}: {e}\n")
+    names = build_homework(args.masters, args.out, secret)
+    print(f"{', '.join(names)}: student notebooks in {args.out / 'student'}, masters in {args.out / 'masters'}" +
+          (f", autograders with the hidden checks in {args.out / 'autograder'}" if secret else
+           f"; no autograders (no secret: set {SECRET_ENV} or pass --secret-file to build them)"))
 
 
 if __name__ == "__main__":

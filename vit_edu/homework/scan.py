@@ -35,12 +35,13 @@ FAKING_DUNDERS = {
 }
 DYNAMIC = {"exec", "eval", "compile", "__import__", "globals", "vars", "setattr", "delattr", "breakpoint"}
 # Modules whose import reaches the grader, the interpreter's internals or dynamic imports (the public checks,
-# vit_edu.homework.feedback, and importlib.util.find_spec, which the set-up cell uses, are fine).
-GRADING_MODULES = ("otter.", "vit_edu.homework.cases", "vit_edu.homework.grade", "vit_edu.homework.scan",
-                   "vit_edu.homework.sandbox", "vit_edu.homework.build", "hidden", "ctypes", "gc", "builtins",
+# vit_edu.homework.checks, and importlib.util.find_spec, which the set-up cell uses, are fine).
+GRADING_MODULES = ("otter.", "vit_edu.homework.harness", "vit_edu.homework.grade", "vit_edu.homework.scan",
+                   "vit_edu.homework.sandbox", "vit_edu.homework.build", "vit_edu.homework.strip",
+                   "vit_edu.homework.runner", "vit_edu.homework.selfcheck", "hidden", "ctypes", "gc", "builtins",
                    "inspect", "sys.monitoring", "importlib.")
 ALLOWED_IMPORTS = ("importlib.util",)
-GRADER_PARTS = {"cases", "grade", "scan", "sandbox", "build"}
+GRADER_PARTS = {"harness", "grade", "scan", "sandbox", "build", "strip", "runner", "selfcheck"}
 IMPORTLIB = {"reload", "import_module", "invalidate_caches", "spec_from_file_location", "module_from_spec",
              "exec_module", "find_loader", "machinery", "abc"}
 HOOKS = {"setprofile", "settrace", "setrecursionlimit", "addaudithook", "register", "unregister"}
