@@ -6,6 +6,9 @@ import re
 from pathlib import Path
 
 import nbformat
+import torch
+
+from vit_edu.homework.plain import decode
 
 
 def solution_cells(master: Path) -> dict[str, list[str]]:
@@ -75,8 +78,6 @@ def master_cells(master: Path) -> list[str]:
 
 def master_namespace(master: Path) -> dict:
     """The master's answers: its set-up and solution cells run in one namespace, as in the notebook."""
-    import torch
-
     ns: dict = {}
     threads = torch.get_num_threads()
     try:
@@ -93,7 +94,7 @@ def in_process_grade(assignment, question: str, ns: dict) -> tuple[float, list[s
     import json
 
     from vit_edu.homework.checks import Example, judge, run_example
-    from vit_edu.homework.plain import PlainError, decode, encode
+    from vit_edu.homework.plain import PlainError, encode
 
     score, hints = 0.0, []
     for c in assignment.questions[question].checks:
@@ -111,3 +112,24 @@ def in_process_grade(assignment, question: str, ns: dict) -> tuple[float, list[s
                 hints.append(verdict[1])
         score += c.points if ok else 0
     return score, hints
+
+
+def assert_close(a, b, where: str) -> None:
+    """Two JSON documents of encoded data agree: tensors and floats to 1e-6, everything else exactly."""
+    if isinstance(a, dict) and "tensor" in a:
+        x, y = decode(a), decode(b)
+        assert x.dtype == y.dtype and x.shape == y.shape, where
+        assert torch.allclose(x.double(), y.double(), atol=1e-6, rtol=0) if x.is_floating_point() else \
+            torch.equal(x, y), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), where
+        for k in a:
+            assert_close(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, f"{where}[{i}]")
+    elif isinstance(a, float):
+        assert isinstance(b, (int, float)) and abs(a - b) <= 1e-6, where
+    else:
+        assert a == b, where

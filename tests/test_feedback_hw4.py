@@ -25,7 +25,7 @@ from vit_edu.homework.build import load_module, public_draw
 from vit_edu.homework.checks import PUBLIC, check
 from vit_edu.homework.plain import decode
 
-from homework_helpers import in_process_grade as grade, master_namespace
+from homework_helpers import assert_close, in_process_grade as grade, master_namespace
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "hw4_beyond"
@@ -415,26 +415,6 @@ def test_the_committed_public_data_is_what_make_gives(hidden):
     committed = json.loads((PUBLIC / f"{NAME}.json").read_text())
     assert_close(committed, json.loads(json.dumps(hidden.make(public_draw).public_data())), "public")
 
-
-def assert_close(a, b, where: str) -> None:
-    """Two JSON documents of encoded data agree: tensors and floats to 1e-6, everything else exactly."""
-    if isinstance(a, dict) and "tensor" in a:
-        x, y = decode(a), decode(b)
-        assert x.dtype == y.dtype and x.shape == y.shape, where
-        assert torch.allclose(x.double(), y.double(), atol=1e-6, rtol=0) if x.is_floating_point() else \
-            torch.equal(x, y), where
-    elif isinstance(a, dict):
-        assert isinstance(b, dict) and list(a) == list(b), where
-        for k in a:
-            assert_close(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert_close(x, y, f"{where}[{i}]")
-    elif isinstance(a, float):
-        assert isinstance(b, (int, float)) and abs(a - b) <= 1e-6, where
-    else:
-        assert a == b, where
 
 
 # ---------------------------------------------------------------- the hidden checks
