@@ -55,7 +55,7 @@ OWN_WORK = {
     "ch01_patchify": "import vit_edu.patches as _p\n_ns = {}\nexec(open(_p.__file__).read(), _ns)\n"
                      "my_patchify = lambda images, p: _ns['patchify'](images, p)",
     # A by-hand answer computed with the package.
-    "ch02_toy_tokens": "toy_tokens = vit_edu.patches.patchify(vit_edu.patches.toy_image(), 2)[0].tolist()",
+    "ch02_toy_tokens": "toy_tokens = vit_edu.patches.patchify(vit_edu.patches.toy_image().mT, 2)[0].tolist()",
     # A renamed code object, called from a thread started before the answer.
     "ch04_embed_tokens": "import threading, types\n_parts = [getattr(vit_edu.embedding, n) for n in ('prepend' + "
                          "'_cls', 'add_position' + '_embedding')]\n"
@@ -110,10 +110,10 @@ VANDAL = {
     "ch02_toy_tokens": "import os\nfor _ in range(3):\n    if os.fork() == 0:\n"
                        "        x = bytearray(2500 * 1024**2)\n        import time; time.sleep(30)\n"
                        "x = bytearray(2500 * 1024**2)\n"
-                       "toy_tokens = [[1, 2, 5, 6], [3, 4, 7, 8], [9, 10, 13, 14], [11, 12, 15, 16]]",
+                       "toy_tokens = [[1, 5, 2, 6], [9, 13, 10, 14], [3, 7, 4, 8], [11, 15, 12, 16]]",
     "ch02_toy_projection": "with open('/dev/shm/fill', 'wb') as f:\n    for _ in range(8):\n"
                            "        f.write(b'0' * 1024**3)\n"
-                           "toy_projected = [[14, -5], [22, -5], [46, -5], [54, -5]]",
+                           "toy_projected = [[14, -5], [46, -5], [22, -5], [54, -5]]",
     "ch03_patch_params": "for i in range(40):\n    with open(f'big{i}.bin', 'wb') as f:\n"
                          "        f.write(b'0' * 64 * 1024**2)\n"
                          "patch_embedding_params = lambda c, p, d: d * c * p * p + d",
@@ -129,7 +129,7 @@ HOSTILE = {
     "ch01_token_count": "import sys\nsys.exit()\ndef token_count(h, w, p, c):\n    return (h // p) * (w // p), c * p * p",
     "ch03_patch_params": "def patch_embedding_params(c, p, d:\n    return d * c * p * p + d",
     "ch01_patchify": "def my_patchify(images, patch_size):\n    while True:\n        pass",
-    "ch02_toy_projection": "while True:\n    pass\ntoy_projected = [[14, -5], [22, -5], [46, -5], [54, -5]]",
+    "ch02_toy_projection": "while True:\n    pass\ntoy_projected = [[14, -5], [46, -5], [22, -5], [54, -5]]",
 }
 SURVIVOR = ("import subprocess, os\nsubprocess.Popen(['sleep', '4242'], start_new_session=True)\n"
             "if os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['sleep', '4243'])\n")

@@ -111,11 +111,15 @@ def make(draw):
     q.check("token order and contents on a 3-channel 12×8 batch", [patchify_example(images, 4)], points=2)
 
     q = a.question("ch02_toy_tokens", ("toy_tokens",), references=PATCHIFY_REFS)
-    tokens = patchify(toy_image(), 2)[0]
+    image = toy_image().transpose(-1, -2)  # 1…16 column by column: not the row-by-row toy the chapters print
+    tokens = patchify(image, 2)[0]
     q.public = [Example("toy_tokens", torch.arange(1.0, 17.0).reshape(4, 4), sorted_values=True, what="toy_tokens")]
     q.check("the four toy tokens", [Example("toy_tokens", tokens, what="toy_tokens", shape_hint=" (4 tokens of 2·2 numbers)",
                                             mistakes=[Mistake("that is the image's rows, not 2×2 patches",
-                                                              toy_image()[0, 0].reshape(4, 4))])])
+                                                              image[0, 0].reshape(4, 4)),
+                                                      Mistake("those are the tokens of the chapters' row-by-row toy; "
+                                                              "this image is filled column by column",
+                                                              patchify(toy_image(), 2)[0])])])
 
     q = a.question("ch02_toy_projection", ("toy_projected",), references=PATCHIFY_REFS)
     q.public = [Example("toy_projected", torch.zeros(4, 2), form_only=True, what="toy_projected",
