@@ -86,10 +86,11 @@ test: unit nbval nbval-portable build browser
 bench-tryit: build
 	$(PY) tests/bench_tryit.py
 
-# Jupyter Lab on the Lab edition of the chapters: MyST rendered by jupyterlab-myst, glued numbers written in.
+# Jupyter Lab on the Lab edition of the chapters: MyST rendered by jupyterlab-myst, glued numbers written in; saves keep
+# each widget cell's precomputed player. FRESH=05_qkv (or all): the book's version of a chapter you edited, yours kept beside it.
+FRESH ?=
 lab: $(STAMP)
-	$(PY) -m vit_edu.book.lab_edition _build/lab
-	$(VENV)/bin/jupyter lab _build/lab
+	$(PY) -m vit_edu.book.lab_edition _build/lab --start $(if $(FRESH),--fresh $(FRESH))
 
 serve: build
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html

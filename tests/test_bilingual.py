@@ -1,8 +1,9 @@
-"""The glossary's promise: each key term carries its Chinese name the first time the book uses it.
+"""The glossary's promise: each chapter gives a key term's Chinese name beside it the first time it uses it.
 
-Walks the pages in reading order (``_toc.yml``), prose only (no code, maths, inline code or glue roles), and
-finds each glossary term's first use; the paragraph holding it (a heading counts with the paragraph after it)
-must also hold the term's Chinese name.
+Walks every page (``_toc.yml``), prose only (no code, maths, inline code or glue roles; bold and italic text
+count), and finds each glossary term's first use in running prose: a sentence or a list item, headings left
+out, once in a chapter's opening cell (its preview) and once in the rest of the chapter. That sentence or list item must also hold the term's Chinese name; the Chinese name
+elsewhere in a long paragraph does not count.
 """
 
 import json
@@ -70,23 +71,37 @@ def prose(text: str) -> str:
     return text
 
 
-def paragraphs(page: Path) -> list[str]:
+def cells(page: Path) -> list[str]:
+    """The page's Markdown, one string per Markdown cell."""
     if page.suffix == ".ipynb":
         cells = json.loads(page.read_text(encoding="utf-8"))["cells"]
-        texts = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
-    else:
-        texts = [page.read_text(encoding="utf-8")]
-    paras = []
-    for text in texts:
-        paras += [p for p in re.split(r"\n\s*\n", prose(text)) if p.strip()]
-    # A heading belongs with the paragraph after it.
-    merged = []
-    for p in paras:
-        if merged and merged[-1].lstrip().startswith("#") and "\n" not in merged[-1].strip():
-            merged[-1] += "\n" + p
-        else:
-            merged.append(p)
-    return merged
+        return ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+    return [page.read_text(encoding="utf-8")]
+
+
+HEADING = re.compile(r"^\s*#+ .*$|^[=-]{3,}\s*$", re.M)
+ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s", re.M)
+# A sentence ends at . ! ? ; or : before a capital, a bracket or emphasis ("Fig. 7" and "e.g. the" do not end one).
+SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=[A-Z*_(\[])")
+
+
+def spans(text: str) -> list[tuple[int, int]]:
+    """Where the running prose of one cell lies, in order: its sentences and list items (headings left out)."""
+    plain = HEADING.sub(lambda m: " " * len(m.group(0)), prose(text))  # same length as text
+    found = []
+    for para in re.finditer(r"(?:(?!\n\s*\n).)+", plain, flags=re.S):
+        a0 = para.start()
+        starts = [a0 + m.start() for m in ITEM.finditer(para.group(0))]
+        for a, b in zip([a0] + starts, starts + [para.end()]):
+            cuts = [a] + [m.end() for m in SENTENCE_END.finditer(plain, a, b)] + [b]
+            found += [(x, y) for x, y in zip(cuts, cuts[1:]) if plain[x:y].strip()]
+    return found
+
+
+def units(text: str) -> list[str]:
+    """The sentences and list items of one cell's running prose, code and maths blanked."""
+    plain = prose(text)
+    return [plain[a:b] for a, b in spans(text)]
 
 
 def pattern(term: str, spellings: list[str]) -> re.Pattern:
@@ -96,22 +111,34 @@ def pattern(term: str, spellings: list[str]) -> re.Pattern:
     for s in spellings:
         body = r"[\s-]+".join(re.escape(w) for w in s.split())
         acronym = s.isupper() or any(ch.isupper() for ch in s[1:])
-        alts.append(rf"(?<![\w-]){body}(?:s|es)?(?![\w-])" if not acronym else rf"(?<![\w-]){body}s?(?![\w-])")
+        # An acronym keeps its case ("GAP" is global average pooling, "gap" a plain word).
+        alts.append(rf"(?<![\w-]){body}(?:s|es)?(?![\w-])" if not acronym else rf"(?-i:(?<![\w-]){body}s?(?![\w-]))")
     acronyms = [s for s in spellings if s.isupper() or any(ch.isupper() for ch in s[1:])]
     flags = 0 if acronyms and len(acronyms) == len(spellings) else re.I
     return re.compile("|".join(alts), flags)
 
 
+def sections(page: Path) -> list[list[str]]:
+    """A chapter's opening cell (its question and what you will be able to do), then its body; a page: one part."""
+    texts = cells(page)
+    parts = [texts[:1], texts[1:]] if page.suffix == ".ipynb" else [texts]
+    return [[u for text in part for u in units(text)] for part in parts]
+
+
 def first_uses() -> list[tuple[str, str, str, str]]:
-    """(term, Chinese, page, paragraph) of each term's first use in reading order."""
-    paras = [(page, p) for page in pages() for p in paragraphs(page)]
+    """(term, Chinese, page, sentence) of each term's first use in each chapter's opening and in its body.
+
+    The opening previews the chapter; the body teaches it. A reader who skips the preview still meets the
+    Chinese name where the term is first used in the text that teaches it.
+    """
+    parts = [(page, part) for page in pages() for part in sections(page)]
     uses = []
     for term, spellings, chinese in glossary_terms():
         pat = pattern(term, spellings)
-        for page, p in paras:
-            if pat.search(p):
-                uses.append((term, chinese, page.name, p))
-                break
+        for page, found in parts:
+            first = next((u for u in found if pat.search(u)), None)
+            if first is not None:
+                uses.append((term, chinese, page.name, first))
     return uses
 
 
@@ -125,11 +152,29 @@ def test_the_glossary_has_terms_and_the_book_uses_them():
 
 def test_every_term_carries_its_chinese_name_at_first_use():
     missing = [
-        f"{term!r} ({chinese}) first used in {page} without its Chinese name: …{p.strip()[:160]}…"
+        f"{page}: {term!r} ({chinese}) first used without its Chinese name: …{' '.join(p.split())[:160]}…"
         for term, chinese, page, p in first_uses()
         if chinese not in p
     ]
-    assert not missing, f"{len(missing)} terms:\n" + "\n".join(missing)
+    assert not missing, f"{len(missing)} first uses:\n" + "\n".join(missing)
+
+
+@pytest.mark.parametrize(
+    ("text", "flagged"),
+    [
+        # A list item is its own unit: the Chinese name in the next item does not count.
+        ("- compute the mean attention distance of every head;\n- plot it (平均注意力距离).", True),
+        # Bold text is prose; the Chinese name in a later sentence of the same paragraph does not count.
+        ("- **window** and **shifted window**: defined below. Later: shifted windows (移位窗口).", True),
+        # A heading is not running prose: the first use is the sentence after it.
+        ("## Multiply-adds\nA multiply-add (乘加运算) counts as two FLOPs.", False),
+        ("Each multiply-add counts as two FLOPs (Fig. 7, e.g. a sum; 乘加运算).", False),
+    ],
+)
+def test_first_use_is_a_sentence_or_list_item(text, flagged):
+    term = re.compile(r"mean attention distance|shifted window|multiply-add", re.I)
+    first = next(u for u in units(text) if term.search(u))
+    assert bool(CJK.search(first)) is not flagged, units(text)
 
 
 @pytest.mark.parametrize("entry", ["layer normalisation (LayerNorm, 层归一化)", "bag of patches (图像块集合（无序）)"])

@@ -55,3 +55,44 @@ def test_explore_gives_the_widget_and_the_player_in_one_output():
     assert "16/b" not in html  # the player offers only the site's values, starting where it can (mode a)
     assert "run this cell" in bundle["text/plain"]
     assert out.box.children[2].value == "16/b"  # the live face starts where asked
+
+
+def test_a_control_with_one_value_is_shown_as_text_and_passed_to_the_view():
+    import pytest
+
+    calls.clear()
+    box = live(_view, {"size": [8, 16], "mode": ["only"]})
+    slider, readout, fixed = box.children[0].children
+    assert type(fixed).__name__ == "HTML" and fixed.value == "mode <b>only</b>"  # in its place, after size
+    assert calls == [(8, "only")]
+    with pytest.raises(ValueError, match="only values offered"):
+        live(_view, {"size": [8, 16], "mode": ["only"]}, start={"mode": "other"})
+
+
+def test_values_keep_a_gap_before_the_next_label_and_pictures_keep_their_own_size():
+    from vit_edu.widgets import _png_size
+
+    calls.clear()
+    sizes = {8: (2, 6), 16: (2, 2)}  # a tall picture, then a short one
+
+    def view(size, mode):
+        fig, _ = _view(size, mode)
+        fig.set_size_inches(*sizes[size])
+        return fig, ""
+
+    box = live(view, {"size": [8, 16], "mode": ["a", "b"]})
+    (slider, readout, menu), picture = box.children[0].children, box.children[1]
+    assert readout.layout.margin.split()[1] == "1.6em" and menu.layout.margin.split()[1] == "1.6em"
+    tall = _png_size(picture.value)
+    slider.value = 16
+    short = _png_size(picture.value)
+    assert short[1] < tall[1] / 2 and picture.layout.width == f"{short[0]}px"  # shown at its own pixel width
+    assert picture.layout.min_height is None and picture.layout.height == "auto"  # no box kept from the tall one
+
+
+def test_the_widget_box_keeps_keys_pressed_on_its_controls():
+    from vit_edu.widgets import KEY_GUARD, LIVE_CLASS
+
+    box = live(_view, {"size": [8, 16], "mode": ["a", "b"]})
+    assert LIVE_CLASS in box._dom_classes and box.children[3].value.endswith(KEY_GUARD)
+    assert f"closest('.{LIVE_CLASS}')" in KEY_GUARD and "stopPropagation" in KEY_GUARD

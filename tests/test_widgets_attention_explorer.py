@@ -49,7 +49,7 @@ def expected_weights(direct, i, layer, head, discard):
         return cls.amax(0)
     if head == "min":
         return cls.amin(0)
-    return cls[head - 1]
+    return cls[head]  # heads are numbered from 0
 
 
 def check_frame(direct, image, layer, head, discard):
@@ -101,7 +101,7 @@ def test_constants_match_the_checkpoint(direct):
     assert cfg["pool"] == "cls" and cfg["image_size"] in (32, [32, 32], (32, 32))
     assert direct["info"]["train_config"]["seed"] == ae.SEED
     assert CONTROLS["layer"] == [1, 2, 3, 4, ROLLOUT]
-    assert CONTROLS["head"] == ["mean", "max", "min", 1, 2, 3, 4]
+    assert CONTROLS["head"] == ["mean", "max", "min", 0, 1, 2, 3]  # heads from 0, as in chapters 5 and 6
 
 
 def test_images_are_one_per_class_and_named_right(direct):
@@ -127,7 +127,7 @@ def test_every_layer_and_head(direct, layer, head):
 
 @pytest.mark.parametrize("image", CONTROLS["image"])
 def test_every_image(direct, image):
-    for layer, head, discard in [(1, 1, 0.0), (ae.DEPTH, "mean", 0.0), (ROLLOUT, "max", 0.5), (ROLLOUT, 3, 0.9)]:
+    for layer, head, discard in [(1, 0, 0.0), (ae.DEPTH, "mean", 0.0), (ROLLOUT, "max", 0.5), (ROLLOUT, 3, 0.9)]:
         check_frame(direct, image, layer, head, discard)
 
 
@@ -164,7 +164,9 @@ def test_site_controls_are_a_small_live_subset():
         ({"layer": "Rollout"}, "this model has 4 layers"),
         ({"head": 2.0}, "each layer has 4 heads"),
         ({"image": ["test #4 (circle)"]}, "is not one of the 4 test images"),
-        ({"head": 0}, "each layer has 4 heads"),
+        ({"head": 4}, "each layer has 4 heads, numbered 0 to 3"),
+        ({"head": -1}, "each layer has 4 heads"),
+        ({"head": False}, "each layer has 4 heads"),
         ({"head": "sum"}, "each layer has 4 heads"),
         ({"discard": 1.0}, "a number in [0, 1)"),
         ({"discard": -0.1}, "a number in [0, 1)"),

@@ -46,11 +46,28 @@ def check(settings):
             assert ax.get_title() == f"layer {depth}, {kind}\n{counts[depth - 1]} of {GRID * GRID} tokens"
             (ring,) = ax.collections
             assert ring.get_offsets().tolist() == [[settings["column"], settings["row"]]]
-        full = re.search(r"from layer <b>(\d+)</b> on", caption)
+        after = {1: "After layer 1 its", 2: "After layers 1 and 2 its"}.get(layers, f"After layers 1 to {layers} its")
+        assert after in caption
+        full = re.search(r"on all of them from layer <b>(\d+)</b>", caption)
         if GRID * GRID in counts:
-            assert int(full.group(1)) == counts.index(GRID * GRID) + 1
+            first = counts.index(GRID * GRID) + 1
+            if layers == 1:
+                assert caption.endswith(": on all of them.")
+            else:
+                assert int(full.group(1)) == first
+                assert caption.endswith(" on." if first < layers else ", the last one shown.")
         else:
-            assert full is None and "not yet on all of them" in caption
+            assert full is None
+            grows = shifted and m < GRID
+            assert ("not yet on all of them" in caption) == grows
+            assert ("only its own window's, at any depth" in caption) == (not grows)
+        shifted_layers = [d for d in range(1, layers + 1) if layer_shift(m, d, shifted)]
+        if shifted_layers:
+            names = [str(d) for d in shifted_layers]
+            listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+            assert f"shifted by {m // 2} in layer{'s' if len(names) > 1 else ''} {listed};" in caption
+        elif shifted and m < GRID:
+            assert "not in the one layer shown" in caption and layers == 1
     finally:
         plt.close(fig)
 
@@ -79,7 +96,10 @@ def test_every_token_and_setting_numbers():
 
 
 def test_site_player_is_a_small_subset_and_every_frame_draws():
-    assert site_frame_count(SITE_CONTROLS, CONTROLS) <= 24
+    assert site_frame_count(SITE_CONTROLS, CONTROLS) <= 32
+    assert all(len(values) >= 2 for values in SITE_CONTROLS.values()), "a control with one value cannot move"
+    # With the deepest setting the site shows a corner token of 2×2 shifted windows reaching the whole grid.
+    assert max(SITE_CONTROLS["layers"]) == max(CONTROLS["layers"]) and 0 in SITE_CONTROLS["row"]
     assert all(START[name] in CONTROLS[name] for name in CONTROLS)
     assert set(SITE_CONTROLS["shifted_windows"]) == set(SHIFTS)  # the site shows the point: shift or not
     for combo in itertools.product(*SITE_CONTROLS.values()):
@@ -98,6 +118,29 @@ def test_global_window_caption():
     fig, caption = window_explorer_view(**{**START, "window_size": 8, "layers": 2})
     plt.close(fig)
     assert "global attention" in caption and "from layer <b>1</b> on" in caption
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        # One layer: no "layers 1 to 1", no "after 1 layer, not yet".
+        ({"layers": 1}, "shifted by 1 in every second layer (from layer 2, so not in the one layer shown); token "
+                        "(row 3, column 2). After layer 1 its output depends on <b>4</b> of the 64 input tokens: "
+                        "not yet on all of them."),
+        ({"layers": 1, "window_size": 8}, "After layer 1 its output depends on <b>64</b> of the 64 input tokens: "
+                                          "on all of them."),
+        ({"layers": 2, "window_size": 4, "row": 3, "column": 3},
+         "4×4 windows, shifted by 2 in layer 2; token (row 3, column 3). After layers 1 and 2 its output depends on "
+         "<b>16, 64</b> of the 64 input tokens, layer by layer: on all of them from layer <b>2</b>, the last one "
+         "shown."),
+        ({"shifted_windows": SHIFTS[1]}, "never shifted"),
+    ],
+)
+def test_caption_edge_cases(settings, expected):
+    fig, caption = window_explorer_view(**{**START, **settings})
+    plt.close(fig)
+    assert expected in caption
+    assert "1 to 1" not in caption and "after 1 layer" not in caption
 
 
 @pytest.mark.parametrize("bad", [{"window_size": 3}, {"shifted_windows": "always"}, {"layers": 0}, {"layers": 9},

@@ -4,7 +4,13 @@ On the website myst-nb pastes each ``{glue:text}`name``` from the notebook's com
 ``{cite:p}`key``` into "(Author, year)". Jupyter Lab knows neither role, so a learner would read placeholders.
 ``python -m vit_edu.book.lab_edition OUT`` (run by ``make lab``) copies the notebooks to ``OUT`` with both written
 into the Markdown cells; the code cells are unchanged, so running a copy recomputes everything. The numbers in
-the prose are those of the committed run (the cells that glue them print the fresh values).
+the prose are those of the committed run (the cells that glue them print the fresh values). Cells tagged
+``site-only`` (about the website's player) are left out, and ``{doc}`` links name the website's pages that the
+Lab folder lacks.
+
+A widget cell's output is the live widget with the precomputed player as its HTML fallback. Saved without its
+widget state, which lives only in the kernel, the widget would reopen as "Error displaying widget: model not
+found"; so the copies, and every save in ``--start``'s Jupyter Lab (:func:`pre_save_hook`), keep only the fallback.
 """
 
 from __future__ import annotations
@@ -12,13 +18,21 @@ from __future__ import annotations
 import argparse
 import ast
 import re
-import shutil
+import sys
 from pathlib import Path
 
 import nbformat
 
+from vit_edu.book.lab_copies import Update, update_copies
+
 GLUE = re.compile(r"\{glue:text\}`([^`:]+)(?::([^`]*))?`")
 CITE = re.compile(r"\{cite:([pt])\}`([^`]+)`")
+# {doc}`target` or {doc}`text <target>`, and a following " page" (kept apart to read well for an absent page).
+DOC = re.compile(r"\{doc\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`]+))`( page\b)?")
+SITE_ONLY = "site-only"  # tag of a Markdown cell about the website only
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+EXTRAS = ("glossary.md", "references.bib")  # copied as they are, beside the chapters
+SAVE_HOOK = "vit_edu.book.lab_edition.pre_save_hook"
 
 
 def glued_values(nb: nbformat.NotebookNode) -> dict[str, str]:
@@ -57,8 +71,34 @@ def bib_labels(bib: Path) -> dict[str, tuple[str, str]]:
     return labels
 
 
-def lab_markdown(source: str, values: dict[str, str], labels: dict[str, tuple[str, str]]) -> str:
-    """``source`` with glue roles replaced by their values and citations by "(Author, year)"."""
+def _title(path: Path) -> str:
+    """A page's title: its first level-1 heading (a notebook's, in its Markdown cells)."""
+    if path.suffix == ".ipynb":
+        text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
+    else:
+        text = path.read_text(encoding="utf-8")
+    heading = re.search(r"^# (.+)$", text, re.M)
+    return heading.group(1).strip() if heading else path.stem
+
+
+def book_pages(book: Path) -> dict[str, tuple[str, str | None]]:
+    """page name -> (title, its file in the Lab folder, or None for a page only the website has)."""
+    pages = {}
+    for path in sorted([*book.glob("*.md"), *book.glob("*.ipynb")]):
+        in_lab = path.name in EXTRAS or re.match(r"\d\d_.*\.ipynb$", path.name)
+        pages[path.stem] = (_title(path), path.name if in_lab else None)
+    return pages
+
+
+def lab_markdown(
+    source: str,
+    values: dict[str, str],
+    labels: dict[str, tuple[str, str]],
+    pages: dict[str, tuple[str, str | None]] | None = None,
+) -> str:
+    """``source`` with glue roles replaced by their values, citations by "(Author, year)" and ``{doc}`` roles by a
+    link to the page in the Lab folder, or by its title and "on the book's website" where the folder lacks it."""
+    pages = pages or {}
 
     def glue(m: re.Match) -> str:
         name, spec = m.group(1), m.group(2)
@@ -75,41 +115,96 @@ def lab_markdown(source: str, values: dict[str, str], labels: dict[str, tuple[st
             return "; ".join(f"{labels[k][0]} ({labels[k][1]})" for k in keys)
         return "(" + "; ".join(f"{labels[k][0]}, {labels[k][1]}" for k in keys) + ")"
 
-    return CITE.sub(cite, GLUE.sub(glue, source))
+    def doc(m: re.Match) -> str:
+        text, target, page_word = m.group(1), (m.group(2) or m.group(3)).strip(), m.group(4) or ""
+        name = Path(target).stem
+        if name not in pages:
+            raise ValueError(f"{{doc}}`{target}` names no page of the book; pages are {sorted(pages)}")
+        title, lab_file = pages[name]
+        text = text or title
+        if lab_file:
+            return f"[{text}]({lab_file}){page_word}"
+        return f"“{text}” page on the book's website" if page_word else f"“{text}” (on the book's website)"
+
+    return DOC.sub(doc, CITE.sub(cite, GLUE.sub(glue, source)))
 
 
-def write_lab_edition(book: Path, out: Path) -> list[Path]:
-    """Copy every chapter notebook of ``book`` into ``out`` as its Lab edition; return the files written.
+def drop_widget_views(nb: dict) -> int:
+    """Remove the widget view from every output that also has an HTML fallback; return how many were removed.
 
-    A copy newer than its chapter (one the learner has worked in) is kept, not overwritten.
+    Without the kernel's widget state a saved widget view cannot be drawn, while the fallback (the precomputed
+    player) can. Works on a notebook as read by nbformat or as JSON (a save's content).
     """
-    labels = bib_labels(book / "references.bib")
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
+    removed = 0
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if WIDGET_VIEW in data and "text/html" in data:
+                del data[WIDGET_VIEW]
+                removed += 1
+    return removed
+
+
+def pre_save_hook(model: dict, **_: object) -> None:
+    """Jupyter server's pre-save hook: a saved chapter keeps its widget cells' fallback, not their widget view."""
+    if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
+        drop_widget_views(model["content"])
+
+
+def lab_notebook(path: Path, labels: dict[str, tuple[str, str]], pages: dict[str, tuple[str, str | None]]
+                 ) -> nbformat.NotebookNode:
+    """A chapter's Lab edition: no site-only cells, Markdown with its roles written in, widget cells' fallbacks."""
+    nb = nbformat.read(path, as_version=4)
+    values = glued_values(nb)
+    nb.cells = [c for c in nb.cells if not (c.cell_type == "markdown" and SITE_ONLY in c.metadata.get("tags", []))]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = lab_markdown(cell.source, values, labels, pages)
+    drop_widget_views(nb)
+    return nb
+
+
+def write_lab_edition(book: Path, out: Path, fresh: list[str] | None = None) -> list[Update]:
+    """Bring ``out`` up to date with the Lab edition of every chapter of ``book``; what happened to each file.
+
+    A copy the learner has edited is never overwritten: it is kept, unless its name is in ``fresh`` (or
+    ``fresh`` holds "all"); then it is moved aside with a timestamp and a fresh copy takes its place.
+    """
+    labels, pages = bib_labels(book / "references.bib"), book_pages(book)
+    editions: dict[str, str] = {}
     for path in sorted(book.glob("[0-9][0-9]_*.ipynb")):
-        target = out / path.name
-        if target.exists() and target.stat().st_mtime > path.stat().st_mtime:
-            continue
-        nb = nbformat.read(path, as_version=4)
-        values = glued_values(nb)
-        for cell in nb.cells:
-            if cell.cell_type == "markdown":
-                cell.source = lab_markdown(cell.source, values, labels)
-        nbformat.write(nb, target)
-        written.append(target)
-    for extra in ("glossary.md", "references.bib"):
-        shutil.copy(book / extra, out / extra)
-    return written
+        editions[path.name] = nbformat.writes(lab_notebook(path, labels, pages))
+    for extra in EXTRAS:
+        editions[extra] = (book / extra).read_text(encoding="utf-8")
+    return update_copies(editions, out, fresh or [])
 
 
-def main() -> None:
+def lab_command(folder: Path) -> list[str]:
+    """The command that starts Jupyter Lab on ``folder`` with :func:`pre_save_hook` (``make lab``, the tests)."""
+    return [sys.executable, "-m", "jupyterlab", str(folder), f"--ContentsManager.pre_save_hook={SAVE_HOOK}"]
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="folder for the Lab edition (for example _build/lab)")
     parser.add_argument("--book", type=Path, default=Path("book"))
-    args = parser.parse_args()
-    written = write_lab_edition(args.book, args.out)
-    print(f"{len(written)} notebooks with numbers and citations written in: {args.out} "
-          "(copies you have changed since are kept)")
+    parser.add_argument("--fresh", nargs="+", default=[], metavar="NAME",
+                        help="chapters (05_qkv, or all) to replace by a fresh copy; your copy is kept beside it")
+    parser.add_argument("--start", action="store_true", help="then start Jupyter Lab on the folder")
+    args = parser.parse_args(argv)
+    updates = write_lab_edition(args.book, args.out, args.fresh)
+    for update in updates:
+        if update.message:
+            print(update.message)
+    yours = [u.path.stem for u in updates if u.status == "yours"]
+    if yours:
+        print(f"Your edited copies, kept: {', '.join(yours)}. For the book's version of one, with yours kept beside "
+              f"it: make lab FRESH=NAME (or python -m vit_edu.book.lab_edition {args.out} --fresh NAME).")
+    print(f"The Lab edition is in {args.out}: numbers and citations written in.")
+    if args.start:
+        import subprocess
+
+        sys.exit(subprocess.call(lab_command(args.out)))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""A small image-classification task that ships with the code: coloured shapes on textured backgrounds.
+"""A small image-classification task that ships with the code: coloured shapes on smooth gradient backgrounds.
 
 Nothing is downloaded. Every image is drawn with vectorised tensor arithmetic from a seeded
 ``torch.Generator``, so the same seed gives bit-identical images on any machine, and 5000 images of 32×32

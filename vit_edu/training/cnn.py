@@ -13,7 +13,7 @@ def _conv(c_in: int, c_out: int) -> list[nn.Module]:
 
 
 class SmallCNN(nn.Module):
-    """Five 3×3 conv layers (widths w, w, 2w, 2w, 4w) with three 2× poolings, global average pool, linear head.
+    """Five 3×3 conv layers (widths w, w, 2w, 2w, 4w) with two 2× max-poolings, global average pool, linear head.
 
     Locality (3×3 kernels) and translation equivariance (shared kernels) are built in: the inductive biases
     a ViT has to learn from data.

@@ -131,7 +131,7 @@ def llava_bridge(setup: LlavaSetup = LlavaSetup(), *, text_tokens: int = 32) -> 
         sequence = torch.cat([torch.empty(stages[-1].shape), text], dim=1)  # (1, N + T, D_llm)
     image_tokens = stages[-1].shape[1]
     stages.append(Stage(f"+ {text_tokens} text tokens", tuple(sequence.shape), _params(embed),
-                        f"the language model's input: image tokens, then the prompt's embedded words"))
+                        "the language model's input: image tokens, then the prompt's embedded words"))
     vision_params = _params(vit) - _params(vit.head)
     shares = {n: image_tokens / n for n in setup.contexts}
     return {"stages": stages, "sequence": tuple(sequence.shape), "shares": shares, "vision_params": vision_params,

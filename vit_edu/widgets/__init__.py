@@ -9,6 +9,7 @@ view over its full control ranges.
 
 from __future__ import annotations
 
+import html
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,12 +23,30 @@ RESTART_NOTE = (
     '<span style="font-size: 0.85em; color: #666">If moving a control changes nothing, the kernel has '
     "restarted or stopped: run this cell again.</span>"
 )
+# Keys pressed on a focused control belong to it. JupyterLab reads keys that reach the page as notebook shortcuts
+# ("r" made the cell raw, arrows moved to another cell: ipywidgets issue #3912), so the widget's box stops plain
+# keys (no Ctrl, Alt or Meta; not Escape, nor Shift+Enter, which runs the cell). ipywidgets offers no hook for
+# this; an image that fails to load (an empty data URL) runs the one line that adds the listener.
+KEY_GUARD = (
+    '<img alt="" src="data:," style="display: none" onerror="'
+    "var box = this.closest('.vit-live');"
+    "if (box && !box.dataset.vitKeys) { box.dataset.vitKeys = '1';"
+    " box.addEventListener('keydown', function (e) {"
+    " if (!(e.ctrlKey || e.metaKey || e.altKey || e.key === 'Escape' || (e.shiftKey && e.key === 'Enter')))"
+    " { e.stopPropagation(); } }); }"
+    '">'
+)
+LIVE_CLASS = "vit-live"  # the widget box's class, which KEY_GUARD looks for
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
     """(width, height) in pixels, read from the PNG header."""
     width, height = struct.unpack(">II", png[16:24])
     return width, height
+
+
+# Space after each control (and its value text), so a value never runs into the next control's label.
+_GAP = "2px 1.6em 2px 2px"
 
 
 def _control(name: str, values: Sequence[Any], value: Any) -> widgets.ValueWidget:
@@ -38,12 +57,12 @@ def _control(name: str, values: Sequence[Any], value: Any) -> widgets.ValueWidge
         range(values[0], values[0] + len(values))
     ) and len(values) > 1:
         return widgets.IntSlider(value=value, min=values[0], max=values[-1], continuous_update=False,
-                                 layout=widgets.Layout(width="min(100%, 32em)"), **label)
+                                 layout=widgets.Layout(width="min(100%, 32em)", margin=_GAP), **label)
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
         # A SelectionSlider's readout looks editable but ignores what is typed: hide it, show the value as text.
         return widgets.SelectionSlider(options=values, value=value, continuous_update=False, readout=False,
                                        layout=widgets.Layout(width="min(100%, 24em)"), **label)
-    return widgets.Dropdown(options=values, value=value, **label)
+    return widgets.Dropdown(options=values, value=value, layout=widgets.Layout(margin=_GAP), **label)
 
 
 def live(
@@ -57,24 +76,28 @@ def live(
 
     The figure is shown as PNG bytes in a ``widgets.Image`` rather than displayed into a ``widgets.Output``:
     no display message is sent, so notebooks with live widgets also execute headless (``make execute``). The
-    picture keeps its own pixel width (never stretched), and its box only grows, so controls do not jump.
+    picture keeps its own pixel size (never stretched, no empty box around a small one); the controls sit above
+    it, so a picture of another height moves only what is below. A control with a single value is shown as text.
     """
     start = start or {}
     unknown = set(start) - set(controls)
     if unknown:
         raise ValueError(f"start names unknown controls {sorted(unknown)}; controls are {list(controls)}")
-    inputs = {name: _control(name, values, start.get(name, values[0])) for name, values in controls.items()}
-    readouts = {name: widgets.Label(str(w.value)) for name, w in inputs.items() if isinstance(w, widgets.SelectionSlider)}
-    picture = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", object_fit="contain"))
+    fixed = {name: list(values)[0] for name, values in controls.items() if len(values) == 1}
+    clash = {name: start[name] for name in fixed if name in start and start[name] != fixed[name]}
+    if clash:
+        raise ValueError(f"start values {clash} differ from the only values offered, {fixed}")
+    inputs = {name: _control(name, values, start.get(name, values[0]))
+              for name, values in controls.items() if name not in fixed}
+    readouts = {name: widgets.Label(str(w.value), layout=widgets.Layout(margin=_GAP))
+                for name, w in inputs.items() if isinstance(w, widgets.SelectionSlider)}
+    picture = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
     caption = widgets.HTML()
-    tallest = [0]
 
     def update(_change: object = None) -> None:
-        fig, text = view(**{name: w.value for name, w in inputs.items()})
+        fig, text = view(**fixed, **{name: w.value for name, w in inputs.items()})
         png = figure_png_bytes(fig, dpi)
-        width, height = _png_size(png)
-        tallest[0] = max(tallest[0], height)
-        picture.layout.width, picture.layout.min_height = f"{width}px", f"{tallest[0]}px"
+        picture.layout.width = f"{_png_size(png)[0]}px"
         picture.value = png
         caption.value = text
         for name, readout in readouts.items():
@@ -83,9 +106,17 @@ def live(
     for w in inputs.values():
         w.observe(update, names="value")
     update()
-    row = [w for name, c in inputs.items() for w in ((c, readouts[name]) if name in readouts else (c,))]
+    row = []  # in the order of ``controls``: each control, a slider's value text after it, a single value as text
+    for name in controls:
+        if name in fixed:
+            text = f"{control_title(name)} <b>{html.escape(str(fixed[name]))}</b>"
+            row.append(widgets.HTML(text, layout=widgets.Layout(margin=_GAP)))
+        else:
+            row += [inputs[name], readouts[name]] if name in readouts else [inputs[name]]
     controls_row = widgets.HBox(row, layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
-    return widgets.VBox([controls_row, picture, caption, widgets.HTML(RESTART_NOTE)])
+    box = widgets.VBox([controls_row, picture, caption, widgets.HTML(RESTART_NOTE + KEY_GUARD)])
+    box.add_class(LIVE_CLASS)
+    return box
 
 
 class Explorer:

@@ -2,8 +2,9 @@
 
 The model is the shipped checkpoint ``vit_edu/checkpoints/shapes_vit.pt`` (32×32 images, 8×8 patches → a 4×4
 grid, CLS pooling, 4 layers × 4 heads), shown on a handful of images of the test split ``ShapesDataset("test",
-seed=0)``. Pick a layer (or ``"rollout"``), a head (or a fusion of the heads: ``"mean"``, ``"max"``, ``"min"``)
-and, for rollout, a discard ratio. The view draws the map over the image, upsampled with nearest-neighbour (each
+seed=0)``. Pick a layer (numbered from 1, or ``"rollout"``), a head (numbered from 0, as the code indexes them and
+as chapters 5 and 6 number them; or a fusion of the heads: ``"mean"``, ``"max"``, ``"min"``) and, for rollout, a
+discard ratio. The view draws the map over the image, upsampled with nearest-neighbour (each
 patch's weight fills its 8×8 square), with the object's outline, and its caption states the map's localisation
 score from :func:`vit_edu.explain.localisation_score`. Every number comes from :mod:`vit_edu.explain`; the model,
 the images and their attention maps are computed once and cached.
@@ -46,7 +47,7 @@ ROLLOUT = "rollout"
 CONTROLS: dict[str, list] = {
     "image": list(IMAGES),
     "layer": [*range(1, DEPTH + 1), ROLLOUT],
-    "head": [*HEAD_FUSIONS, *range(1, HEADS + 1)],
+    "head": [*HEAD_FUSIONS, *range(HEADS)],  # heads from 0, as the code indexes them (chapters 5, 6 and 10)
     "discard": [0.0, 0.25, 0.5, 0.75, 0.9],
 }
 # The website's player: 3 images × (4 layers + rollout) × 2 head fusions = 30 frames (the notebook must execute in
@@ -105,7 +106,7 @@ def _problem(image: object, layer: object, head: object, discard: object) -> str
     if not _one_of(layer, CONTROLS["layer"]):
         return f"layer = {layer!r}: this model has {DEPTH} layers, numbered 1 to {DEPTH}, or choose {ROLLOUT!r}."
     if not _one_of(head, CONTROLS["head"]):
-        return (f"head = {head!r}: each layer has {HEADS} heads, numbered 1 to {HEADS}, or fuse them with one of "
+        return (f"head = {head!r}: each layer has {HEADS} heads, numbered 0 to {HEADS - 1}, or fuse them with one of "
                 f"{', '.join(map(repr, HEAD_FUSIONS))}.")
     if not _is_number(discard) or not 0.0 <= discard < 1.0:
         return f"discard = {discard!r}: the discard ratio is a share of each row's weights, a number in [0, 1)."
@@ -154,7 +155,7 @@ def explorer_map(image: str, layer: int | str, head: int | str, discard: float) 
         return row[1:], row
 
     def fuse(t: torch.Tensor) -> torch.Tensor:  # (HEADS, ...) -> (...): a fusion over the heads, or one head
-        return fuse_heads(t, head, dim=0) if head in HEAD_FUSIONS else t[head - 1]
+        return fuse_heads(t, head, dim=0) if head in HEAD_FUSIONS else t[head]
 
     row = fuse(maps[layer - 1][0, :, 0])  # (S,): the CLS row of the chosen head(s), CLS column included
     weights = fuse(cls_attention(maps)[layer - 1, 0])  # (HEADS, N) -> (N,): the same row without its CLS entry

@@ -42,8 +42,7 @@ CONTROLS: dict[str, list] = {
     "query": list(range(SEQ_LEN)),
 }
 # The website's player: first and last layer × 4 heads × 4 queries = 32 frames. Queries: CLS, the blue
-# background (top right),
-# face (row 2, column 2) and jacket (row 4, column 1); rows and columns count from 0.
+# background (top right), face (row 2, column 2) and jacket (row 4, column 1); rows and columns count from 0.
 SITE_CONTROLS: dict[str, list] = {"layer": [1, DEPTH], "head": list(range(HEADS)), "query": [0, 6, 15, 26]}
 
 

@@ -33,7 +33,8 @@ def problem_frame(problem: str, figsize: tuple[float, float] = (4, 1.5)) -> Fram
 
 _SCRIPT = """
 (function () {
-  var root = document.getElementById("%(id)s");
+  // The element that holds this script: found whether or not the page has put the player in the document yet.
+  var root = document.currentScript ? document.currentScript.parentNode : document.getElementById("%(id)s");
   var data = JSON.parse(root.querySelector("script.vit-frames-data").textContent);
   var box = root.querySelector(".vit-frames-controls");
   var img = root.querySelector("img.vit-frames-image");
@@ -42,6 +43,14 @@ _SCRIPT = """
   var inputs = data.titles.map(function (title, i) {
     var label = document.createElement("label"), input;
     label.appendChild(document.createTextNode(title + " "));
+    if (data.kinds[i] === "fixed") {  // one value: a fact about every picture, not a control
+      input = document.createElement("b");
+      input.className = "vit-frames-fixed";
+      input.textContent = data.labels[i][0];
+      label.appendChild(input);
+      box.appendChild(label);
+      return input;
+    }
     if (data.kinds[i] === "range") {
       input = document.createElement("input");
       input.type = "range"; input.min = "0"; input.max = String(data.sizes[i] - 1); input.step = "1";
@@ -67,7 +76,7 @@ _SCRIPT = """
   function show() {
     var index = 0;
     inputs.forEach(function (input, i) {
-      var k = Number(input.value), text = data.labels[i][k];
+      var k = data.kinds[i] === "fixed" ? 0 : Number(input.value), text = data.labels[i][k];
       index = index * data.sizes[i] + k;
       if (data.kinds[i] === "range") {
         input.setAttribute("aria-valuetext", text);
@@ -79,11 +88,34 @@ _SCRIPT = """
     root.dataset.frame = String(index);
   }
   inputs.forEach(function (input) { input.addEventListener("input", show); });
+  // Keys pressed on a control are the control's: a notebook page must not read "r" or an arrow as its own shortcut.
+  root.addEventListener("keydown", function (event) {
+    if (!(event.ctrlKey || event.metaKey || event.altKey || event.key === "Escape")) { event.stopPropagation(); }
+  });
   var note = root.querySelector(".vit-frames-note");
-  if (note) { note.remove(); }
+  if (note && root.closest(".jp-OutputArea, .output_area")) {
+    // In Jupyter this is the stand-in, shown until the cell runs: say where the live widget is.
+    note.textContent = "Pictures computed in advance. Run this cell for the live widget.";
+  } else if (note) {
+    note.remove();
+  }
   show();
 })();
 """
+
+
+# The player's own layout, so it reads the same wherever its HTML lands (the website, a trusted notebook in
+# Jupyter) without the site's stylesheet. Pictures keep their pixel size here; the site widens them (vit.css).
+_STYLE = (
+    ".vit-frames { border: 1px solid #ddd; border-radius: 6px; padding: 0.6em; margin: 1em 0; }"
+    " .vit-frames-controls { display: flex; flex-wrap: wrap; align-items: center; gap: 0.4em 1.2em;"
+    " margin-bottom: 0.5em; font-size: 0.9em; }"
+    " .vit-frames-controls label { display: inline-flex; align-items: center; gap: 0.4em; flex-wrap: wrap; }"
+    " .vit-frames-controls input[type=range] { vertical-align: middle; width: min(16em, 60vw); }"
+    " .vit-frames-note { font-size: 0.85em; color: #666; }"
+    " .vit-frames-image { max-width: 100%; height: auto; display: block; }"
+    " .vit-frames-caption { font-size: 0.9em; margin-top: 0.4em; } .vit-frames-caption table { margin: 0; }"
+)
 
 
 def figure_png_bytes(fig: Figure, dpi: int = 72) -> bytes:
@@ -103,6 +135,13 @@ def _is_numeric(values: Sequence[Any]) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
+def _kind(values: Sequence[Any]) -> str:
+    """How the player shows a control: one value is a fixed, labelled fact; numbers get a slider, others a menu."""
+    if len(values) == 1:
+        return "fixed"
+    return "range" if _is_numeric(values) else "select"
+
+
 def control_title(name: str) -> str:
     """The label a reader sees for control ``name``: words, not a code identifier ('patch_size' -> 'patch size')."""
     return name.replace("_", " ")
@@ -118,8 +157,9 @@ def frame_player(
 ) -> HTML:
     """Render ``render(**values)`` for every combination of ``controls`` and wrap the frames in a player.
 
-    Numeric controls become sliders (announcing their value, not their index), others drop-down menus; the
-    page's script builds them, so where no script runs the first picture stands alone with a note. ``start``
+    Numeric controls become sliders (announcing their value, not their index), others drop-down menus, and a
+    control with a single value is shown as that value, labelled, since there is nothing to move; the page's
+    script builds them, so where no script runs the first picture stands alone with a note. ``start``
     picks the first frame shown; ``start`` names that are not controls raise, values not offered do too.
     """
     if not controls or any(len(values) == 0 for values in controls.values()):
@@ -141,7 +181,7 @@ def frame_player(
         "sizes": [len(controls[n]) for n in names],
         "labels": [[str(v) for v in controls[n]] for n in names],
         "titles": [control_title(n) for n in names],
-        "kinds": ["range" if _is_numeric(list(controls[n])) else "select" for n in names],
+        "kinds": [_kind(list(controls[n])) for n in names],
         "start": start_index,
         "frames": frames,
     }
@@ -152,6 +192,7 @@ def frame_player(
         first = first * data["sizes"][i] + k
     page = (
         f'<div class="vit-frames" id="{uid}">'
+        f"<style>{_STYLE}</style>"
         '<div class="vit-frames-controls"></div>'
         '<p class="vit-frames-note">A picture computed in advance. Its controls appear where the page can run '
         "its script: on the book's website, or in Jupyter once you run this cell.</p>"

@@ -2,7 +2,7 @@
 which input tokens that token's output depends on after 1, 2, … window-attention layers.
 
 Each panel is one depth: the thick lines are that layer's windows drawn on the original grid (a shifted layer's
-windows are a grid moved by M/2, cut at the border), the blue cells the tokens reached so far, the ringed cell
+windows are a grid moved by s = ⌊M/2⌋, cut at the border), the blue cells the tokens reached so far, the ringed cell
 the token. The numbers come from :func:`vit_edu.variants.receptive_field`. A window as large as the grid is one
 window, global attention as in ViT; Swin then skips the shift, and so does this view.
 """
@@ -27,12 +27,13 @@ CONTROLS: dict[str, list] = {
     "row": list(range(GRID)),
     "column": list(range(GRID)),
 }
-# The website's player: windows of 2 and 4, shift or not, four layers, four tokens (rows 0 and 3 by columns 0 and 2:
-# a corner, two edges and an inner one).
+# The website's player: windows of 2 and 4, shift or not, 4 or 8 layers (with 8, every token of the grid is reached
+# with the shift, a corner's 2×2 windows included), four tokens (rows 0 and 3 by columns 0 and 2: a corner, two
+# edges and an inner one). Every control has at least two values, so every slider moves: 2·2·2·2·2 = 32 frames.
 SITE_CONTROLS: dict[str, list] = {
     "window_size": [2, 4],
     "shifted_windows": list(SHIFTS),
-    "layers": [4],
+    "layers": [4, MAX_LAYERS],
     "row": [0, 3],
     "column": [0, 2],
 }
@@ -40,7 +41,7 @@ START = {"window_size": 2, "shifted_windows": SHIFTS[0], "layers": 4, "row": 3, 
 
 
 def layer_shift(window_size: int, layer: int, shifted: bool) -> int:
-    """The shift of layer ``layer`` (1-based): M//2 in every second layer if ``shifted`` and M < GRID, else 0."""
+    """The shift of layer ``layer`` (1-based): ⌊M/2⌋ in every second layer if ``shifted`` and M < GRID, else 0."""
     return window_size // 2 if shifted and layer % 2 == 0 and window_size < GRID else 0
 
 
@@ -79,6 +80,44 @@ def _draw_windows(ax, groups: np.ndarray) -> None:
     ax.plot(edge, edge[-1:] + edge[:-1], color="black", lw=1.6)  # the frame around the grid
 
 
+def _listed(numbers: list[int]) -> str:
+    """'2', '2 and 4', '2, 4 and 6': numbers in words."""
+    words = [str(n) for n in numbers]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _how(window_size: int, shifted: bool, layers: int) -> str:
+    """The caption's first part: the windows, and which of the layers shown are shifted."""
+    if window_size == GRID:
+        return f"one {GRID}×{GRID} window covers the grid: global attention, as in ViT (no shift is applied)"
+    if not shifted:
+        return f"{window_size}×{window_size} windows, never shifted"
+    moved = [d for d in range(1, layers + 1) if layer_shift(window_size, d, shifted)]
+    if not moved:
+        return (f"{window_size}×{window_size} windows, shifted by {window_size // 2} in every second layer "
+                "(from layer 2, so not in the one layer shown)")
+    plural = "s" if len(moved) > 1 else ""
+    return f"{window_size}×{window_size} windows, shifted by {window_size // 2} in layer{plural} {_listed(moved)}"
+
+
+def _reach(counts: list[int], grows: bool) -> str:
+    """The caption's second part: how many input tokens the output depends on after each layer shown.
+
+    ``grows``: whether the field can grow at all (shifted windows); without a shift it stays one window.
+    """
+    layers = len(counts)
+    after = {1: "After layer 1", 2: "After layers 1 and 2"}.get(layers, f"After layers 1 to {layers}")
+    text = (f"{after} its output depends on <b>{', '.join(map(str, counts))}</b> of the {GRID * GRID} input tokens"
+            + ("" if layers == 1 else ", layer by layer"))
+    full = next((d for d, n in enumerate(counts, start=1) if n == GRID * GRID), None)
+    if full is None:
+        return text + (": not yet on all of them." if grows else
+                       ": only its own window's, at any depth (without a shift nothing crosses a window border).")
+    if layers == 1:
+        return text + ": on all of them."
+    return text + f": on all of them from layer <b>{full}</b>" + (" on." if full < layers else ", the last one shown.")
+
+
 def window_explorer_view(
     window_size: int = 2, shifted_windows: str = SHIFTS[0], layers: int = 4, row: int = 3, column: int = 2
 ) -> tuple[Figure, str]:
@@ -103,17 +142,5 @@ def window_explorer_view(
         kind = "shifted" if shift else "regular"
         ax.set_title(f"layer {depth}, {kind}\n{counts[depth - 1]} of {GRID * GRID} tokens", fontsize=8)
     fig.subplots_adjust(left=0.02, right=0.98, bottom=0.03 / rows, top=1 - 0.22 / rows, wspace=0.12, hspace=0.35)
-    steps = ", ".join(f"{n}" for n in counts)
-    full = next((d for d, n in enumerate(counts, start=1) if n == GRID * GRID), None)
-    if window_size == GRID:
-        how = f"one {GRID}×{GRID} window covers the grid: global attention, as in ViT (no shift is applied)"
-    else:
-        how = (f"{window_size}×{window_size} windows, "
-               + ("shifted by " + f"{window_size // 2} in layers 2, 4, …" if shifted else "never shifted"))
-    caption = (
-        f"{how}; token (row {row}, column {column}). Its output depends on <b>{steps}</b> of the {GRID * GRID} "
-        f"input tokens after layers 1 to {layers}; "
-        + (f"on all of them from layer <b>{full}</b> on." if full else
-           f"after {layers} layer{'s' if layers > 1 else ''}, not yet on all of them.")
-    )
+    caption = f"{_how(window_size, shifted, layers)}; token (row {row}, column {column}). {_reach(counts, shifted)}"
     return fig, caption

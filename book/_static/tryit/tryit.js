@@ -213,7 +213,7 @@
       const weights = clsRow(views, l, hh);
       const figure = grid.querySelector(`[data-map="${l}-${hh}"]`);
       heatmap(figure.querySelector("canvas"), weights);
-      figure.querySelector("canvas").setAttribute("aria-label", `Layer ${l + 1}, head ${hh + 1}: ${describe(weights)}`);
+      figure.querySelector("canvas").setAttribute("aria-label", `Layer ${l + 1}, head ${hh}: ${describe(weights)}`);
     }
     const S = views.S, n = meta.num_prefix_tokens;
     const roll = views.rollout.slice(n, S);  // row 0 of the rollout: what reaches the CLS token
@@ -234,7 +234,7 @@
     for (let l = 0; l < L; l++) for (let hh = 0; hh < heads; hh++) {
       const figure = document.createElement("figure");
       figure.dataset.map = `${l}-${hh}`;
-      figure.innerHTML = `<canvas width="96" height="96" role="img"></canvas><figcaption>layer ${l + 1}, head ${hh + 1}</figcaption>`;
+      figure.innerHTML = `<canvas width="96" height="96" role="img"></canvas><figcaption>layer ${l + 1}, head ${hh}</figcaption>`;
       grid.appendChild(figure);
     }
   }
