@@ -18,7 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # test_site, tests
 from test_site import CHROMIUM, CHROMIUM_ARGS, SITE, QuietHandler  # noqa: E402
 
 ADDED = ["_static/ort/ort.wasm.min.js", "_static/ort/ort-wasm-simd-threaded.mjs", "_static/ort/ort-wasm-simd-threaded.wasm",

@@ -1,5 +1,7 @@
 import dataclasses
 import math
+import os
+from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -9,6 +11,23 @@ import torch
 from vit_edu import CONFIGS, VisionTransformer
 
 matplotlib.use("Agg")  # tests draw figures without a screen
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium, driven by playwright (never `playwright install`)
+
+
+def require_browser(what: str, missing: str | None = None) -> None:
+    """Skip a browser test without Chromium or playwright (or for ``missing``); in CI, where it must run, fail."""
+    if missing is None and not Path(CHROMIUM).exists():
+        missing = f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+    if missing is None:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            missing = "playwright is not installed"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} cannot run in CI: {missing}")
+        pytest.skip(missing)
 
 
 def randomize(model: torch.nn.Module, std: float = 0.05) -> torch.nn.Module:

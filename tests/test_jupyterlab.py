@@ -26,10 +26,10 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
+from tests.conftest import CHROMIUM, require_browser
 from vit_edu.book.lab_edition import WIDGET_VIEW, bib_labels, book_pages, lab_command, lab_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
 # 02: integer sliders, whose patch size changes the picture's height, and a menu; 15: value sliders and a menu.
 CHAPTERS = ["02_toy_example.ipynb", "15_distillation.ipynb"]
 NOT_FOUND = "Error displaying widget"
@@ -41,16 +41,6 @@ JS_WIDGET_CELLS = """() => jupyterapp.shell.currentWidget.content.widgets
     .filter(([i, source]) => source.includes('explore(')).map(c => c[0])"""
 
 
-def _missing() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    return None
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -60,11 +50,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A running Jupyter Lab on the Lab edition of CHAPTERS: (base URL, token, folder)."""
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"Jupyter Lab test cannot run in CI: {reason}")
-        pytest.skip(reason)
+    require_browser("Jupyter Lab test")
     work = tmp_path_factory.mktemp("jupyterlab")
     folder = work / "lab"
     folder.mkdir()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
 import threading
 from pathlib import Path
@@ -17,9 +16,10 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 import yaml
 
+from tests.conftest import CHROMIUM, require_browser
+
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -37,25 +37,10 @@ def toc_pages() -> list[str]:
     return [f"{Path(f).with_suffix('')}.html" for f in files]
 
 
-def _missing() -> str | None:
-    if not (SITE / "index.html").exists():
-        return "no built site in _build/html (run make build)"
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "playwright is not installed"
-    return None
-
-
 @pytest.fixture(scope="module")
 def server():
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser test cannot run in CI: {reason}")
-        pytest.skip(reason)
+    site_missing = None if (SITE / "index.html").exists() else "no built site in _build/html (run make build)"
+    require_browser("browser test", site_missing)
     handler = functools.partial(QuietHandler, directory=str(SITE))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
