@@ -19,7 +19,6 @@ from pathlib import Path
 import nbformat
 import pytest
 import torch
-import torch.nn.functional as F
 
 from vit_edu.homework.assignment import drawer
 from vit_edu.homework.build import load_module, public_draw
@@ -154,15 +153,25 @@ def table_shape_with(prefix_rows=True, swapped=False):
     return new_table_shape
 
 
-def interpolate_with(mode="bilinear", corners=False, transpose=True, prefix_of=None):
-    """A ``my_interpolate`` with one slip: another mode or corner rule, no transpose, a fixed prefix."""
+def interpolate_with(rule="half-pixel", clamp=True, channels_first=False, prefix_of=None):
+    """A ``my_interpolate`` written by hand, one axis at a time, with one slip: where new row i sits (``corners``:
+    align_corners=True; ``no shift``: i·gh/gh'), no clamping at the edge, channels read first, a fixed prefix."""
     def my_interpolate(pos, old_grid, new_grid, prefix):
         prefix = prefix if prefix_of is None else prefix_of
         d = pos.shape[-1]
-        kept, grid = pos[:, :prefix], pos[:, prefix:]
-        image = (grid.transpose(1, 2) if transpose else grid).reshape(1, d, *old_grid)
-        image = F.interpolate(image, size=tuple(new_grid), mode=mode, align_corners=corners)
-        return torch.cat([kept, image.reshape(1, d, -1).transpose(1, 2)], dim=1)
+        rows = pos[0, prefix:]
+        grid = rows.reshape(d, *old_grid).permute(1, 2, 0) if channels_first else rows.reshape(*old_grid, d)
+        for axis, (n_old, n_new) in enumerate(zip(old_grid, new_grid)):
+            resized = []
+            for i in range(n_new):
+                y = {"half-pixel": (i + 0.5) * n_old / n_new - 0.5, "no shift": i * n_old / n_new,
+                     "corners": i * (n_old - 1) / max(n_new - 1, 1)}[rule]
+                y = min(max(y, 0.0), n_old - 1) if clamp else min(y, n_old - 1)
+                low = math.floor(y)
+                high = min(low + 1, n_old - 1)
+                resized.append((1 - (y - low)) * grid.select(axis, low) + (y - low) * grid.select(axis, high))
+            grid = torch.stack(resized, dim=axis)
+        return torch.cat([pos[:, :prefix], grid.reshape(1, -1, d)], dim=1)
     return my_interpolate
 
 
@@ -228,11 +237,14 @@ MISTAKES = {
                        "prefix token", True, True),
     "grid swapped": ("ch12_new_table_shape", {"new_table_shape": table_shape_with(swapped=True)}, 0,
                      "(rows, columns)", True, True),
-    "align_corners=True": ("ch12_interpolate", {"my_interpolate": interpolate_with(corners=True)}, 0,
-                           "align_corners=False", True, True),
-    "bicubic": ("ch12_interpolate", {"my_interpolate": interpolate_with(mode="bicubic")}, 0, "not bicubic", True, True),
-    "no transpose": ("ch12_interpolate", {"my_interpolate": interpolate_with(transpose=False)}, 0, "transpose", True,
-                     True),
+    "align_corners=True": ("ch12_interpolate", {"my_interpolate": interpolate_with(rule="corners")}, 0,
+                           "half-pixel centres", True, True),
+    "no half-pixel shift": ("ch12_interpolate", {"my_interpolate": interpolate_with(rule="no shift")}, 0,
+                            "the centre of a cell", True, True),
+    "no clamping": ("ch12_interpolate", {"my_interpolate": interpolate_with(clamp=False)}, 0, "clamp the old coordinate",
+                    True, True),
+    "channels first": ("ch12_interpolate", {"my_interpolate": interpolate_with(channels_first=True)}, 0,
+                       "transpose first", True, True),
     "one prefix row always": ("ch12_interpolate", {"my_interpolate": interpolate_with(prefix_of=1)}, 0,
                               "raised RuntimeError", True, False),
     "smoothing floor": ("ch13_first_loss", {"first_loss": smoothing_floor}, 0, "lowest loss the smoothed target",

@@ -1,4 +1,7 @@
+import importlib
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -6,6 +9,7 @@ import pytest
 
 from vit_edu.book.lab_copies import MANIFEST
 from vit_edu.book.lab_edition import (
+    SAVE_HOOK,
     WIDGET_VIEW,
     bib_labels,
     glued_values,
@@ -113,6 +117,19 @@ def test_the_save_hook_keeps_the_fallback_and_leaves_other_widgets_and_files_alo
     text = {"type": "file", "content": "x"}
     pre_save_hook(model=text, path="notes.txt")
     assert text == {"type": "file", "content": "x"}
+
+
+def test_binder_installs_the_same_save_hook(tmp_path):
+    from traitlets.config import Config
+
+    script = (ROOT / "binder" / "postBuild").read_text()
+    hook_lines = script[script.index('mkdir -p "$HOME/.jupyter"'):]  # after the pip install
+    subprocess.run(["bash", "-euc", hook_lines], env={**os.environ, "HOME": str(tmp_path)}, check=True)
+    config = Config()
+    exec((tmp_path / ".jupyter" / "jupyter_server_config.py").read_text(), {"c": config})
+    assert config.ContentsManager.pre_save_hook == SAVE_HOOK
+    module, name = SAVE_HOOK.rsplit(".", 1)
+    assert getattr(importlib.import_module(module), name) is pre_save_hook
 
 
 def _run(path: Path) -> None:

@@ -56,6 +56,9 @@ RUN_SECONDS = 30  # the other experiments (under 3 s)
 
 EXPLAIN_REFS = ("vit_edu.explain.attention_maps.attention_rollout", "vit_edu.explain.attention_maps.fuse_heads")
 INTERPOLATE_REFS = ("vit_edu.position.interpolate_pos_embed", "vit_edu.resolution.change_resolution")
+# 12.2 asks for bilinear resampling built by hand (two weight matrices): the library's resizers are taken away.
+RESIZERS = ("torch.nn.functional.interpolate", "torch.nn.functional.upsample",
+            "torch.nn.functional.upsample_bilinear")
 
 
 # ---------------------------------------------------------------- the experiments
@@ -559,20 +562,38 @@ def new_table_shape(height: int, width: int, p: int, d: int, prefix: int) -> Exa
                    mistakes=[m for m in wrong if m.output != ((gh, gw), (1, prefix + gh * gw, d))])
 
 
+def by_hand(pos: torch.Tensor, old: tuple[int, int], new: tuple[int, int], prefix: int, rule: str = "half-pixel",
+            clamp: bool = True, channels_first: bool = False) -> torch.Tensor:
+    """The table resampled with one weight matrix per axis, by a rule for where new row i sits among the old rows:
+    the right one (``half-pixel``) or a classic slip (``corners``, ``no shift``, no clamping, channels read first)."""
+    def weights(n_old: int, n_new: int) -> torch.Tensor:
+        i = torch.arange(n_new, dtype=torch.float32)
+        src = {"half-pixel": (i + 0.5) * n_old / n_new - 0.5, "no shift": i * n_old / n_new,
+               "corners": i * (n_old - 1) / max(n_new - 1, 1)}[rule]  # (n_new,) old coordinates
+        src = src.clamp(0, n_old - 1) if clamp else src.clamp(max=n_old - 1)
+        low = src.floor().long()  # -1 without clamping wraps round to the last row
+        high = (low + 1).clamp(max=n_old - 1)
+        w = torch.zeros(n_new, n_old)
+        w[torch.arange(n_new), low] += 1 - (src - low)
+        w[torch.arange(n_new), high] += src - low
+        return w
+
+    (gh, gw), (nh, nw), d = old, new, pos.shape[-1]
+    rows = pos[0, prefix:]  # (gh·gw, D)
+    grid = rows.reshape(d, gh, gw).permute(1, 2, 0) if channels_first else rows.reshape(gh, gw, d)  # (gh, gw, D)
+    out = torch.einsum("ah,bw,hwd->abd", weights(gh, nh), weights(gw, nw), grid)  # (gh', gw', D)
+    return torch.cat([pos[:, :prefix], out.reshape(1, nh * nw, d)], dim=1)
+
+
 def interpolate(pos: torch.Tensor, old: tuple[int, int], new: tuple[int, int], prefix: int) -> Example:
-    d = pos.shape[-1]
-    image = pos[:, prefix:].transpose(1, 2).reshape(1, d, *old)  # (1, D, gh, gw)
-
-    def resized(grid: torch.Tensor, **kwargs) -> torch.Tensor:
-        """``(1, D, gh, gw)`` resized to ``new``, as a table with the prefix rows in front."""
-        out = F.interpolate(grid, size=new, **kwargs)
-        return torch.cat([pos[:, :prefix], out.reshape(1, d, -1).transpose(1, 2)], dim=1)
-
-    wrong = [("align_corners=False (half-pixel centres), not True",
-              resized(image, mode="bilinear", align_corners=True)),
-             ("bilinear, not bicubic", resized(image, mode="bicubic", align_corners=False)),
-             ("transpose (1, N, D) to (1, D, N) before reshaping to (1, D, gh, gw)",
-              resized(pos[:, prefix:].reshape(1, d, *old), mode="bilinear", align_corners=False))]
+    wrong = [("half-pixel centres: new row i sits at (i + ½)·gh/gh' − ½, not at i·(gh − 1)/(gh' − 1) (that is "
+              "align_corners=True)", by_hand(pos, old, new, prefix, rule="corners")),
+             ("new row i sits at (i + ½)·gh/gh' − ½: the centre of a cell, not its corner i·gh/gh'",
+              by_hand(pos, old, new, prefix, rule="no shift")),
+             ("clamp the old coordinate to [0, gh − 1]: at the edge a negative index wraps round to the last row",
+              by_hand(pos, old, new, prefix, clamp=False)),
+             ("the patch rows go row by row over the grid: (gh·gw, D) reshapes to (gh, gw, D); read as (D, gh, gw) it "
+              "mixes channels and positions (transpose first)", by_hand(pos, old, new, prefix, channels_first=True))]
     want = interpolate_pos_embed(pos, new, old_grid=old, num_prefix_tokens=prefix, mode="bilinear",
                                  align_corners=False)  # (1, prefix + gh'·gw', D)
     return Example("my_interpolate", want, [pos, old, new, prefix], atol=1e-4,
@@ -590,7 +611,7 @@ def chapter12(a: Assignment, draw) -> None:
         new_table_shape(p * gh, p * (gh + r.randint(1, 5)), p, r.randint(1, 16) * 64, prefix)
         for p, gh, prefix in ((16, r.randint(3, 8), 2), (8, r.randint(3, 8), 0), (14, r.randint(8, 16), 1))])
 
-    q = a.question("ch12_interpolate", ("my_interpolate",), references=INTERPOLATE_REFS)
+    q = a.question("ch12_interpolate", ("my_interpolate",), references=INTERPOLATE_REFS + RESIZERS)
     q.public = [interpolate(seeded(1, 2 + 6, 2, seed=24), (2, 3), (4, 4), 2)]
     q.check("two prefix rows from a 3×4 grid to 5×6",
             [interpolate(seeded(1, 2 + 12, 7, seed=draw("interpolate/1")), (3, 4), (5, 6), 2)], points=2)
