@@ -49,9 +49,42 @@ def test_run_writes_every_arm_and_seed(tmp_path):
     data = json.loads(out.read_text())
     assert list(data["results"]) == ["none", "DropPath 0.1"]
     assert [r["seed"] for r in data["results"]["none"]] == [0, 1]
+    for rows in data["results"].values():
+        for r in rows:
+            assert 0 <= r["train_accuracy"] <= 1 and 0 <= r["test_accuracy"] <= 1
+            assert r["train_loss"] > 0 and r["test_loss"] > 0
+            assert round(64 * r["train_accuracy"], 6).is_integer()  # a share of the 64 training images
     summary = regularisation.summarise(data)
     assert summary["none"]["n"] == 2
     assert summary["none"]["min"] <= summary["none"]["mean"] <= summary["none"]["max"]
+    fit = regularisation.summarise(data, "train_accuracy")
+    assert fit["none"]["mean"] == sum(r["train_accuracy"] for r in data["results"]["none"]) / 2
+
+
+def test_train_accuracy_is_measured_on_the_arms_own_clean_images(monkeypatch):
+    """CutMix changes the batches it trains on; the training metrics must still see the plain images, in eval mode."""
+    from vit_edu.data import ShapesDataset
+
+    calls = []
+
+    def spy(model, images, labels):
+        calls.append((model.training, images.clone(), labels.clone()))
+        return {"accuracy": 0.5, "loss": 1.0}
+
+    monkeypatch.setattr(regularisation, "evaluate", spy)
+    row = regularisation.run_one("CutMix", 1, steps=3, train_size=40, eval_every=3, warmup_steps=1)
+    assert (row["train_accuracy"], row["train_loss"]) == (0.5, 1.0)
+    assert row["seed"] == 1 and 0 <= row["test_accuracy"] <= 1
+    (training, images, labels), = calls
+    plain = ShapesDataset("train", size=40, seed=1)
+    assert not training
+    assert torch.equal(images, plain.images) and torch.equal(labels, plain.labels)
+
+
+def test_summarise_names_a_missing_metric():
+    data = {"results": {"none": [{"seed": 0, "test_accuracy": 0.9}]}}
+    with pytest.raises(KeyError, match="train_accuracy.*none.*0"):
+        regularisation.summarise(data, "train_accuracy")
 
 
 def test_run_rejects_unknown_arm_and_no_seeds():
@@ -70,4 +103,6 @@ def test_the_shipped_comparison_is_the_current_experiment():
     seeds = [[r["seed"] for r in rows] for rows in data["results"].values()]
     assert list(data["results"]) == list(regularisation.ARMS) and all(s == seeds[0] for s in seeds)
     assert len(seeds[0]) >= 3
-    assert all(0 <= r["test_accuracy"] <= 1 for rows in data["results"].values() for r in rows)
+    rows = [r for rows in data["results"].values() for r in rows]
+    assert all(0 <= r["test_accuracy"] <= 1 and 0 <= r["train_accuracy"] <= 1 for r in rows)
+    assert all(r["train_loss"] >= 0 and r["test_loss"] >= 0 for r in rows)
