@@ -106,7 +106,7 @@ execute: $(STAMP)
 # the two threads it reports on and wants a quiet machine.
 checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training --config shapes-vit --seed 0 --out vit_edu/checkpoints/shapes_vit.pt
-	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.pos_embed_ablation --seeds 0 1 --out vit_edu/checkpoints/pos_embed_ablation.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.pos_embed_ablation --seeds 0 1 2 3 4 --out vit_edu/checkpoints/pos_embed_ablation.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json
 	$(PY) -m vit_edu.training.bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json

@@ -132,6 +132,22 @@ def test_ablation_records_every_kind_and_seed(tmp_path):
     assert all(rows[0]["steps"] == 61 and rows[0]["train_size"] == 300 for rows in results.values())
 
 
+def test_ablation_add_keeps_stored_seeds_and_refuses_another_recipe(tmp_path):
+    out = tmp_path / "ablation.json"
+    quick = ["--steps", "61", "--train-size", "100", "--out", str(out)]
+    ablation_main(["--seeds", "1"] + quick)
+    first = json.loads(out.read_text())["results"]
+    for rows in first.values():
+        rows[0]["train_seconds"] = -1.0  # a marker no real run writes: it survives only if seed 1 is not retrained
+    out.write_text(json.dumps({"preset": "shapes-vit", "results": first}))
+    ablation_main(["--add", "--seeds", "0", "1"] + quick)
+    results = json.loads(out.read_text())["results"]
+    assert all([row["seed"] for row in rows] == [0, 1] for rows in results.values())
+    assert all(rows[1] == first[kind][0] and rows[0]["train_seconds"] >= 0 for kind, rows in results.items())
+    with pytest.raises(ValueError, match="drop --add"):
+        ablation_main(["--add", "--seeds", "2", "--steps", "62", "--train-size", "100", "--out", str(out)])
+
+
 def test_grad_clip_bounds_the_global_gradient_norm_at_every_step(splits):
     norms = []
 
