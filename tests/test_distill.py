@@ -14,8 +14,10 @@ from vit_edu.data import ImageSplit
 from vit_edu.model import VisionTransformer
 from vit_edu.training import CHECKPOINTS, TrainConfig
 from vit_edu.variants.distill import (
+    UNLABELLED,
     DistilledViT,
     distillation_loss,
+    label_term,
     soft_distillation_term,
     teacher_logits,
     train_distilled,
@@ -116,6 +118,29 @@ def test_no_teacher_is_the_mean_of_two_label_losses():
     torch.testing.assert_close(distillation_loss(c, d, y, t, kind="none"), expected)
 
 
+def test_unlabelled_rows_learn_from_the_teacher_only():
+    """Rows labelled UNLABELLED add only the teacher term; every image weighs 1/B in the label terms."""
+    c, d, y, t = logits(4)
+    y = y.clone()
+    y[3:] = UNLABELLED  # the first 3 of 6 images are labelled: the label terms are 3/6 of their labelled mean
+    kl = soft_distillation_term(d, t, 3.0)
+    torch.testing.assert_close(distillation_loss(c, d, y, t, kind="soft", alpha=0.1, tau=3.0),
+                               0.9 * F.cross_entropy(c[:3], y[:3]) / 2 + 0.1 * kl)
+    torch.testing.assert_close(distillation_loss(c, d, y, t, kind="hard"),
+                               0.5 * F.cross_entropy(c[:3], y[:3]) / 2 + 0.5 * F.cross_entropy(d, t.argmax(1)))
+    torch.testing.assert_close(distillation_loss(c, d, y, t, kind="none"),
+                               (F.cross_entropy(c[:3], y[:3]) + F.cross_entropy(d[:3], y[:3])) / 4)
+    torch.testing.assert_close(label_term(c, y), F.cross_entropy(c[:3], y[:3], reduction="sum") / 6)
+    # A batch with no label at all: the CLS head gets no gradient, the distillation head still learns.
+    c, d = c.clone().requires_grad_(), d.clone().requires_grad_()
+    none = torch.full_like(y, UNLABELLED)
+    assert label_term(c, none) == 0.0
+    distillation_loss(c, d, none, t, kind="hard").backward()
+    assert torch.count_nonzero(c.grad) == 0 and torch.count_nonzero(d.grad) > 0
+    with pytest.raises(ValueError, match=r"labels must be class indices 0..3 or -1 \(unlabelled\), got \[-2, 4\]"):
+        distillation_loss(c, d, torch.tensor([0, 1, -2, 4, 0, 0]), t)
+
+
 def test_with_alpha_one_the_cls_head_gets_no_gradient():
     c, d, y, t = (v.requires_grad_() if v.is_floating_point() else v for v in logits(3))
     distillation_loss(c, d, y, t, kind="soft", alpha=1.0, tau=2.0).backward()
@@ -182,16 +207,36 @@ def test_short_distilled_training_learns_the_teacher():
 
 
 def test_shipped_data_efficiency_results():
+    from vit_edu.variants.data_efficiency import MODELS, SOFT
+
     data = json.loads((CHECKPOINTS / "data_efficiency.json").read_text())
     setting, runs = data["setting"], data["runs"]
-    assert len(setting["seeds"]) >= 3 and setting["sizes"][0] == 500
-    assert len(runs) == len(setting["seeds"]) * len(setting["sizes"])
-    for name, rows in data["summary"].items():
-        assert [r["size"] for r in rows] == setting["sizes"]
-        for r in rows:
-            accs = [run["models"][name]["accuracy"] for run in runs if run["size"] == r["size"]]
-            assert math.isclose(r["mean"], sum(accs) / len(accs)) and r["min"] == min(accs) and r["max"] == max(accs)
-            assert 1 / 4 < r["mean"] <= 1.0  # every model beats chance on the four classes
+    assert len(setting["seeds"]) >= 3 and [r["seed"] for r in runs] == setting["seeds"]
+    assert setting["distillation"]["soft"] == SOFT == {"alpha": 0.1, "tau": 3.0} and setting["threads"] == 1
+    for run in runs:
+        assert set(run["models"]) == set(MODELS)
+        t = run["teacher"]
+        assert t["images"] == setting["teacher_size"] and 0 <= t["agreement_unlabelled"] <= 1
+    for name, row in data["summary"].items():
+        accs = [run["models"][name]["accuracy"] for run in runs]
+        assert math.isclose(row["mean"], sum(accs) / len(accs)) and row["min"] == min(accs) and row["max"] == max(accs)
+        assert 1 / 4 < row["mean"] <= 1.0  # every model beats chance on the four classes
+
+
+def test_data_efficiency_runs_every_arm_on_a_tiny_budget(tmp_path):
+    """The experiment end to end, shrunk: every arm trains, and the teacher is scored on the student's images."""
+    from vit_edu.variants.data_efficiency import MODELS, main
+
+    out = tmp_path / "eff.json"
+    main(["--seeds", "0", "--labelled", "32", "--unlabelled", "32", "--teacher-size", "64", "--vit-steps", "2",
+          "--cnn-steps", "2", "--test-size", "8", "--out", str(out)])
+    data = json.loads(out.read_text())
+    (run,) = data["runs"]
+    assert list(run["models"]) == list(MODELS) and set(data["summary"]) == set(MODELS)
+    assert all(0 <= r["accuracy"] <= 1 and r["seconds"] >= 0 for r in run["models"].values())
+    assert 0 <= run["teacher"]["agreement_labelled"] <= 1 and run["teacher"]["images"] == 64
+    with pytest.raises(SystemExit):
+        main(["--labelled", "8", "--out", str(out)])  # fewer labelled images than a batch
 
 
 def test_shipped_bench_result_is_consistent():
@@ -232,11 +277,13 @@ def _result_file(path, seeds, vit_steps=800):
     """A results file as data_efficiency writes it, with made-up accuracies, for the merge."""
     from vit_edu.variants.data_efficiency import MODELS, summarise
 
-    runs = [{"seed": s, "size": n, "models": {m: {"accuracy": 0.5 + 0.01 * s + 0.001 * n / 100 + 0.1 * i, "seconds": 1.0}
-                                              for i, m in enumerate(MODELS)}} for s in seeds for n in (500, 2000)]
-    setting = {"sizes": [500, 2000], "seeds": seeds, "vit_steps": vit_steps, "cnn_steps": 150, "batch_size": 32,
-               "test_size": 1000, "distillation": "hard", "threads": 1, "torch": "x", "total_seconds": 10.0}
-    path.write_text(json.dumps({"setting": setting, "runs": runs, "summary": summarise(runs, [500, 2000])}))
+    runs = [{"seed": s, "teacher": {"accuracy": 1.0},
+             "models": {m: {"accuracy": 0.5 + 0.01 * s + 0.1 * i, "seconds": 1.0} for i, m in enumerate(MODELS)}}
+            for s in seeds]
+    setting = {"labelled": 500, "unlabelled": 4500, "teacher_size": 15000, "seeds": seeds, "vit_steps": vit_steps,
+               "cnn_steps": 150, "test_size": 1000, "batch_size": 32, "threads": 1, "torch": "x",
+               "total_seconds": 10.0}
+    path.write_text(json.dumps({"setting": setting, "runs": runs, "summary": summarise(runs)}))
     return path
 
 
@@ -248,6 +295,7 @@ def test_merging_seed_files_equals_one_run_of_all_seeds(tmp_path):
     merged = json.loads((tmp_path / "m.json").read_text())
     whole = json.loads(_result_file(tmp_path / "w.json", [0, 1, 2]).read_text())
     assert merged["summary"] == whole["summary"] and merged["setting"]["seeds"] == [0, 1, 2]
+    assert merged["runs"] == whole["runs"]
     assert merged["setting"]["total_seconds"] == 20.0  # the two files' seconds
     with pytest.raises(ValueError, match="another setting"):
         main(["--merge", str(a), str(_result_file(tmp_path / "c.json", [3], vit_steps=10)), "--out", str(tmp_path / "x.json")])

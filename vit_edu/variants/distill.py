@@ -10,7 +10,8 @@ CLS head learns from the true labels; the distillation head learns from the teac
 * soft distillation: ``(1 - α)·CE(CLS head, labels) + α·τ²·KL(softmax(teacher/τ) ‖ softmax(student/τ))``,
   with temperature τ and weight α (the paper's formula; the DeiT code divides the summed KL by B·K, not B).
 
-At test time the model predicts with the average of the two heads' logits, as the DeiT paper does. The student
+At test time the model predicts with the average of the two heads' logits, as DeiT's official code does (the
+paper's text adds the two heads' softmax outputs instead). The student
 here is :class:`vit_edu.VisionTransformer` with the extra token, its own position-embedding row, and a second
 head; everything else is the parent class's. The teacher on the shapes task is chapter 9's
 :class:`vit_edu.training.cnn.SmallCNN`. Left out, and said in chapter 15: DeiT's heavy augmentation and regularisation
@@ -36,6 +37,7 @@ from vit_edu.training import TrainConfig, train
 
 KINDS = ("none", "hard", "soft")  # what the distillation head learns from: nothing (labels only), teacher argmax, teacher soft
 Kind = Literal["none", "hard", "soft"]
+UNLABELLED = -1  # a label value: an image the teacher scores but nobody labelled (its label terms are skipped)
 
 
 class DistilledViT(VisionTransformer):
@@ -98,6 +100,22 @@ def _check_logits(cls_logits: torch.Tensor, dist_logits: torch.Tensor, labels: t
     check_ndim("labels", labels, 1, "(B,)")
     if labels.shape[0] != cls_logits.shape[0]:
         raise ValueError(f"{labels.shape[0]} labels for {cls_logits.shape[0]} rows of logits")
+    bad = labels[(labels < UNLABELLED) | (labels >= cls_logits.shape[1])]
+    if len(bad):
+        raise ValueError(f"labels must be class indices 0..{cls_logits.shape[1] - 1} or {UNLABELLED} (unlabelled), "
+                         f"got {sorted(set(bad.tolist()))}")
+
+
+def label_term(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy with the labels, summed over the labelled rows and divided by the batch size B.
+
+    Every image weighs the same and an ``UNLABELLED`` one adds 0; with every row labelled this is
+    ``F.cross_entropy(logits, labels)``. (Averaging over the labelled rows alone would give the few labelled images
+    of a mixed batch many times the weight of the others.)
+    """
+    labelled = labels != UNLABELLED  # (B,)
+    per_image = F.cross_entropy(logits, labels.clamp(min=0), reduction="none")  # (B,); unlabelled rows masked below
+    return (per_image * labelled).sum() / len(labels)
 
 
 def soft_distillation_term(student_logits: torch.Tensor, teacher_logits: torch.Tensor, tau: float) -> torch.Tensor:
@@ -125,6 +143,7 @@ def distillation_loss(
 ) -> torch.Tensor:
     """The DeiT loss: the CLS head learns the labels, the distillation head the teacher (hard or soft).
 
+    Rows whose label is ``UNLABELLED`` (-1) add only the teacher term: the student learns them from the teacher.
     ``kind="hard"``: ``(1 - α)·CE(cls, labels) + α·CE(dist, argmax teacher)`` (the paper uses α = ½);
     ``kind="soft"``: ``(1 - α)·CE(cls, labels) + α·τ²·KL(teacher/τ ‖ dist/τ)``; ``kind="none"``: the mean of
     ``CE(cls, labels)`` and ``CE(dist, labels)`` (two heads, no teacher: the control). For classic distillation
@@ -138,9 +157,9 @@ def distillation_loss(
     if not tau > 0:
         raise ValueError(f"temperature tau must be > 0, got {tau}")
     teacher_logits = teacher_logits.detach()  # a fixed target: no gradient flows into the teacher
-    label_loss = F.cross_entropy(cls_logits, labels)
+    label_loss = label_term(cls_logits, labels)
     if kind == "none":
-        return (label_loss + F.cross_entropy(dist_logits, labels)) / 2
+        return (label_loss + label_term(dist_logits, labels)) / 2
     if kind == "hard":
         teacher_term = F.cross_entropy(dist_logits, teacher_logits.argmax(dim=-1))
     else:
@@ -176,7 +195,8 @@ def train_distilled(
 ) -> list[dict]:
     """Train ``student`` in place with :func:`distillation_loss` against ``targets`` (the teacher's logits of
     every training image, :func:`teacher_logits`); the recipe (AdamW, warm-up + cosine, batches, order) is
-    :func:`vit_edu.training.train`'s, with this loss in place of the cross-entropy. Returns its history."""
+    :func:`vit_edu.training.train`'s, with this loss in place of the cross-entropy. Training images labelled
+    ``UNLABELLED`` are learnt from the teacher alone. Returns its history."""
     if not isinstance(student, DistilledViT):
         raise ValueError(f"student must be a DistilledViT, got {type(student).__name__}")
     if targets.shape != (len(train_set.labels), student.config.num_classes):

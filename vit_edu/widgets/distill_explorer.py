@@ -28,11 +28,11 @@ STUDENTS: dict[str, tuple[float, ...]] = {
 }
 CONTROLS: dict[str, list] = {
     "temperature": [0.5, 1.0, 2.0, 4.0, 8.0],
-    "alpha": [0.0, 0.25, 0.5, 0.75, 1.0],
+    "alpha": [0.0, 0.1, 0.25, 0.5, 0.75, 1.0],
     "student": list(STUDENTS),
 }
-# The website's player: three temperatures, α = ½, the three students (9 frames).
-SITE_CONTROLS: dict[str, list] = {"temperature": [1.0, 2.0, 4.0], "alpha": [0.5], "student": list(STUDENTS)}
+# The website's player: three temperatures, DeiT's soft α = 0.1 and α = ½, the three students (18 frames).
+SITE_CONTROLS: dict[str, list] = {"temperature": [1.0, 2.0, 4.0], "alpha": [0.1, 0.5], "student": list(STUDENTS)}
 START = {"temperature": 2.0, "alpha": 0.5, "student": "right class, rest ranked wrongly"}
 
 
@@ -44,6 +44,13 @@ def loss_terms(temperature: float, alpha: float, student: str) -> dict[str, floa
     teacher = alpha * soft_distillation_term(s, t, temperature).item()
     total = distillation_loss(s, s, y, t, kind="soft", alpha=alpha, tau=temperature).item()
     return {"label": label, "teacher": teacher, "total": total}
+
+
+def loss_sum_text(terms: dict[str, float]) -> str:
+    """'label + teacher = total' at three decimals; '≈' where the rounded terms do not add up to the rounded total."""
+    label, teacher, total = (round(terms[k], 3) for k in ("label", "teacher", "total"))
+    sign = "=" if round(label + teacher, 3) == total else "≈"
+    return f"{label:.3f} (labels) + {teacher:.3f} (teacher) {sign} <b>{total:.3f}</b>"
 
 
 def _problem(temperature: object, alpha: object, student: object) -> str | None:
@@ -80,12 +87,11 @@ def distill_explorer_view(temperature: float = 2.0, alpha: float = 0.5,
     right.set_ylim(0, max(1.0, 1.15 * max(values)))
     right.set_title(f"loss, α = {alpha:g}", fontsize=9)
     for i, v in enumerate(values):
-        right.text(i, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
+        right.text(i, v, f"{v:.3f}", ha="center", va="bottom", fontsize=8)
     fig.tight_layout()
     caption = (
         f"τ = {temperature:g}, α = {alpha:g}, student: {student}. "
         f"The teacher gives the circle <b>{p_teacher[LABEL]:.2f}</b> and the square {p_teacher[1]:.2f} at this "
-        f"temperature. Loss = {terms['label']:.2f} (labels) + {terms['teacher']:.2f} (teacher) = "
-        f"<b>{terms['total']:.2f}</b>."
+        f"temperature. Loss = {loss_sum_text(terms)}."
     )
     return fig, caption
