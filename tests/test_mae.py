@@ -23,7 +23,7 @@ from vit_edu.variants.mae import (
     restore_order,
     save_mae,
 )
-from vit_edu.variants.mae_pretrain import ENCODER, linear_probe, pooled_features
+from vit_edu.variants.mae_pretrain import ENCODER, Budget, fine_tune, linear_probe, pooled_features
 
 TINY = dataclasses.replace(PRESETS["shapes-vit"][0], embed_dim=32, mlp_dim=64, depth=2, num_heads=4,
                            pos_embed="sincos")
@@ -225,6 +225,25 @@ def test_shipped_checkpoint_and_results():
         assert run["val_masked_loss_after"] < run["val_masked_loss_before"]
         for arm in ("random init", "MAE"):
             assert 0.25 <= run["probe"][arm] <= 1 and 0.25 <= run["finetune"][arm]["test_accuracy"] <= 1
+        for arm in (run["finetune"]["random init"], run["finetune"]["MAE"], run["supervised_all_labels"]):
+            assert 0 <= arm["train_accuracy"] <= 1
+        # the design chapter 16 relies on: all labels reach the ceiling, 1,000 labels stay clearly below it
+        assert run["supervised_all_labels"]["test_accuracy"] >= 0.98
+        assert run["supervised_all_labels"]["test_accuracy"] - run["finetune"]["random init"]["test_accuracy"] > 0.03
+    assert data["budget"] == dataclasses.asdict(Budget())  # shipped with the script's default budget
+
+
+def test_fine_tune_reports_test_and_training_accuracy():
+    from vit_edu.data import CLASS_NAMES, ImageSplit, ShapesDataset
+
+    data = ShapesDataset("train", size=64)
+    train_set = ImageSplit(data.images, data.labels, CLASS_NAMES)
+    held_out = ShapesDataset("val", size=32)
+    encoder = tiny_mae().encoder
+    result = fine_tune(encoder, train_set, held_out, held_out, Budget(finetune_steps=3, finetune_batch=16), seed=0)
+    assert set(result) == {"test_accuracy", "train_accuracy", "seconds"}
+    assert 0 <= result["train_accuracy"] <= 1 and 0 <= result["test_accuracy"] <= 1
+    assert torch.count_nonzero(encoder.head.weight) > 0  # the zero head was trained
 
 
 def test_a_short_pretraining_lowers_the_masked_loss():

@@ -36,6 +36,7 @@ def check(settings):
         keep = num_visible(v["patches"], settings["mask_ratio"])
         assert v["visible"] == keep and int(v["mask"].sum()) == v["patches"] - keep
         assert f"the encoder sees <b>{keep}</b> of {v['patches']} patches" in caption
+        assert caption.startswith(f"Test image {settings['image']} (")  # the caption names the image
         assert f"{keep + 1} tokens with the CLS token instead of {v['patches'] + 1}" in caption
         loss = float(re.search(r"Masked loss on this image <b>([0-9.]+)</b>", caption).group(1))
         assert loss == pytest.approx(v["loss"], abs=0.005) and 0 <= loss < 3
@@ -78,6 +79,12 @@ def test_site_player_is_a_small_subset_and_every_frame_draws():
         check(dict(zip(SITE_CONTROLS, combo)))
 
 
+def test_captions_of_different_images_differ():
+    captions = {mae_explorer_view(0.5, 5, i)[1] for i in CONTROLS["image"]}
+    plt.close("all")
+    assert len(captions) == len(CONTROLS["image"])
+
+
 def test_frames_are_deterministic():
     fig1, cap1 = mae_explorer_view(**START)
     fig2, cap2 = mae_explorer_view(**START)
@@ -99,11 +106,13 @@ def test_live_widget_updates_picture_and_caption():
     box = live(mae_explorer_view, CONTROLS, start=START)
     controls, picture, caption, _note = box.children
     assert picture.value[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "Mask ratio 75%" in caption.value
+    assert "mask ratio 75%" in caption.value
     first = picture.value
     by_name = {c.description: c for c in controls.children if getattr(c, "description", "")}
     assert {"mask ratio", "mask seed", "image"} <= set(by_name)
     by_name["mask seed"].value = 3
     assert "mask seed 3" in caption.value and picture.value != first
     by_name["mask ratio"].value = 0.5
-    assert "Mask ratio 50%" in caption.value
+    assert "mask ratio 50%" in caption.value
+    by_name["image"].value = 5
+    assert caption.value.startswith("Test image 5 (")

@@ -107,7 +107,8 @@ def mae_explorer_view(mask_ratio: float = 0.75, mask_seed: int = 0, image: int =
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.02, top=0.86, wspace=0.06)
     tokens, full = v["visible"] + v["prefix"], v["patches"] + v["prefix"]
     caption = (
-        f"Mask ratio {round(100 * mask_ratio)}%, mask seed {mask_seed}: the encoder sees <b>{v['visible']}</b> of "
+        f"Test image {image} ({names[image]}), mask ratio {round(100 * mask_ratio)}%, mask seed {mask_seed}: "
+        f"the encoder sees <b>{v['visible']}</b> of "
         f"{v['patches']} patches, {tokens} tokens with the CLS token instead of {full}. Masked loss on this image "
         f"<b>{v['loss']:.2f}</b> (mean squared error on the hidden patches, in per-patch normalised pixels; about 1 for "
         f"a flat guess). The hidden patches' brightness and contrast are the true patch's; the pattern is the "
