@@ -7,7 +7,9 @@ here can say what a trained model outputs.
 
 LLaVA (Liu et al., 2023; the 1.5 version's choices) takes CLIP's ViT-L/14 at 336×336 pixels, reads the
 patch tokens of its second-to-last block (no CLS token), maps each one with a two-layer MLP (GELU between)
-to the language model's width, and puts them into the language model's context in front of the text tokens.
+to the language model's width, and puts them into the language model's context among the text tokens (its
+chat template puts a system prompt and "USER:" before them, the question after; the first LLaVA read the same
+block, with one linear layer at 224×224).
 The image encoder here is :class:`vit_edu.VisionTransformer` with ViT-L/14's sizes: the same token shapes as
 CLIP's (CLIP adds a LayerNorm before the blocks and uses a slightly different GELU, which change no shape).
 """
@@ -37,7 +39,7 @@ class LlavaSetup:
     vision_depth: int = 24
     vision_heads: int = 16
     vision_mlp: int = 4096
-    feature_block: int = -2  # the second-to-last block's output, as LLaVA-1.5 (select_layer = -2)
+    feature_block: int = -2  # the second-to-last block's output, as both LLaVA versions (select_layer = -2)
     llm_width: int = 4096  # Vicuna-7B (a LLaMA-7B), its hidden size
     llm_vocab: int = 32_000
     contexts: tuple[int, ...] = (2048, 4096)  # LLaMA-1 and LLaMA-2 (Vicuna v1.5) context lengths
@@ -118,7 +120,8 @@ def llava_bridge(setup: LlavaSetup = LlavaSetup(), *, text_tokens: int = 32) -> 
     """LLaVA's bridge on the real configuration, on the meta device: stages, and the image's share of the context.
 
     ``text_tokens`` text tokens (embedded by a meta ``nn.Embedding(vocab, width)``) follow the image tokens in
-    the language model's input sequence. Returns ``{"stages", "sequence", "shares", "vision_params"}``.
+    the language model's input sequence; the chat template's system prompt and "USER:" before the image tokens
+    are left out (a few dozen tokens, no new shape). Returns ``{"stages", "sequence", "shares", "vision_params"}``.
     """
     check_positive_int("text_tokens", text_tokens)
     with torch.device("meta"):
@@ -131,7 +134,7 @@ def llava_bridge(setup: LlavaSetup = LlavaSetup(), *, text_tokens: int = 32) -> 
         sequence = torch.cat([torch.empty(stages[-1].shape), text], dim=1)  # (1, N + T, D_llm)
     image_tokens = stages[-1].shape[1]
     stages.append(Stage(f"+ {text_tokens} text tokens", tuple(sequence.shape), _params(embed),
-                        "the language model's input: image tokens, then the prompt's embedded words"))
+                        "the language model's input: (system prompt, USER:) image tokens, text tokens"))
     vision_params = _params(vit) - _params(vit.head)
     shares = {n: image_tokens / n for n in setup.contexts}
     return {"stages": stages, "sequence": tuple(sequence.shape), "shares": shares, "vision_params": vision_params,
