@@ -101,9 +101,10 @@ execute: $(STAMP)
 	    --ExecutePreprocessor.timeout=120 --ExecutePreprocessor.store_widget_state=False "$$nb" || exit 1; \
 	done
 
-# The shipped training results the chapters load (about 20 minutes). The checkpoint and the ablation
-# train on one thread, so the same seed gives the same weights however busy the machine is; the benchmark uses
-# the two threads it reports on and wants a quiet machine.
+# The shipped training results the chapters load (over an hour on one core; each result file records its
+# seconds). The training scripts run on one thread, so the same seed gives the same weights however busy the
+# machine is (on the same kind of CPU: another CPU's vector kernels round differently, and long runs amplify it);
+# the benchmark uses the two threads it reports on and wants a quiet machine.
 checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training --config shapes-vit --seed 0 --out vit_edu/checkpoints/shapes_vit.pt
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.pos_embed_ablation --seeds 0 1 2 3 4 --out vit_edu/checkpoints/pos_embed_ablation.json
@@ -115,6 +116,9 @@ checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.distill_bench --seeds 0 1 2 --out vit_edu/checkpoints/distill_bench.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.mae_pretrain --seeds 0 1 2 --out vit_edu/checkpoints/mae_probe.json \
 	  --checkpoint vit_edu/checkpoints/shapes_mae.pt
+	@# DINO after shapes_vit.pt and shapes_mae.pt: seed 0's supervised ViT and MAE are those checkpoints.
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.dino_train --seeds 0 1 2 --out vit_edu/checkpoints/dino_shapes.json \
+	  --checkpoint vit_edu/checkpoints/dino_shapes.pt
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.clip_train --seeds 0 1 2 --out vit_edu/checkpoints/tiny_clip.json \
 	  --model vit_edu/checkpoints/tiny_clip.pt
 
