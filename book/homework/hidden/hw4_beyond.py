@@ -509,8 +509,8 @@ def make(draw):
             points=2)
     q.check("a shift along one axis only, and no shift", [mask_example(*s) for s in mask_specs(r, "one axis")])
 
-    q = a.question("ch14_pairs_kept", ("pairs_kept", "shifted_mask"), references=MASK_REFS,
-                   depends=("ch14_window_partition", "ch14_shift_mask"))
+    # Counted, not built from 14.3's mask: graded on its own, so 14.3 is neither charged nor paid twice.
+    q = a.question("ch14_pairs_kept", ("pairs_kept",), references=MASK_REFS)
     q.public = [Example("pairs_kept", {s: 0.5 for s in PAIR_GRIDS}, form_only=True, what="pairs_kept")]
     q.check("the share of pairs the shifted mask keeps on Swin-T's three grids", [pairs_example()], points=2)
 
