@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from vit_edu._checks import check_positive_int
 from vit_edu.data import CLASS_NAMES, ShapesDataset
+from vit_edu.explain.attention_maps import cls_attention
 from vit_edu.explain.localisation import localisation_score, object_fraction
 from vit_edu.model import VisionTransformer
 from vit_edu.training import PRESETS, TrainConfig, make_optimizer
@@ -147,7 +148,7 @@ def last_cls_attention(encoder: VisionTransformer, images: torch.Tensor) -> torc
     """The last layer's CLS attention to each patch, per head: ``(B, C, H, W)`` -> ``(B, h, N)``."""
     encoder.eval()
     _, attentions = encoder(images, return_attention=True)
-    return attentions[-1][:, :, 0, encoder.config.num_prefix_tokens:]  # (B, h, N)
+    return cls_attention(attentions[-1:], encoder.config.num_prefix_tokens)[0]  # (B, h, N)
 
 
 @torch.no_grad()

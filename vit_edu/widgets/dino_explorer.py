@@ -19,6 +19,7 @@ from vit_edu.explain.localisation import localisation_score, object_fraction
 from vit_edu.model import VisionTransformer
 from vit_edu.training import CHECKPOINTS, load_checkpoint
 from vit_edu.variants.dino import load_teacher
+from vit_edu.variants.dino_train import last_cls_attention
 from vit_edu.variants.mae import load_mae
 from vit_edu.widgets.frames import problem_frame
 
@@ -57,8 +58,7 @@ def cls_map(image: int, model: str, head: str | int) -> dict:
     """The last layer's CLS attention ``(gh, gw)`` (one head, or the mean of the heads) and its localisation score."""
     net = encoder(model)
     images, masks, _ = test_images()
-    _, attentions = net(images[image:image + 1], return_attention=True)
-    weights = attentions[-1][0, :, 0, net.config.num_prefix_tokens:]  # (h, N)
+    weights = last_cls_attention(net, images[image:image + 1])[0]  # (h, N)
     chosen = weights.mean(0) if head == "mean" else weights[head]  # (N,)
     fraction = object_fraction(masks[image:image + 1], net.config.patch_size)  # (1, N)
     mass, base = localisation_score(chosen[None], fraction)
