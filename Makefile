@@ -19,6 +19,23 @@ MATHJAX := book/_static/mathjax/.copied
 ORT := book/_static/ort/.copied
 TRYIT := book/_static/tryit/shapes_vit.onnx
 
+# LANG=en or LANG=zh on the command line: one edition only (make book LANG=zh, make lab LANG=zh). The shell's own
+# LANG (a locale) is left alone.
+ifeq ($(origin LANG),command line)
+EDITION := $(LANG)
+override LANG := C.UTF-8
+else
+EDITION := all
+endif
+ifeq ($(filter $(EDITION),all en zh),)
+$(error LANG=$(EDITION): the editions are LANG=en and LANG=zh (or no LANG for both))
+endif
+# The Chinese edition: sources written from the English pages and the catalogues in locale/, built as a second book
+# into _build/html/zh; the CJK font is cut from Noto Sans CJK (Debian's fonts-noto-cjk, or CJK_FONT=any .otf/.ttc).
+ZH_SRC := _build/zh
+NOTO := _build/fonts/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
+CJK_FONT ?= $(firstword $(wildcard /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc) $(NOTO))
+
 .PHONY: book test unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework homework-public grade book-instructor test-homework bench-grade
 
 $(STAMP): requirements.txt pyproject.toml
@@ -55,11 +72,27 @@ $(ORT): package-lock.json
 $(TRYIT): $(STAMP) vit_edu/book/export.py vit_edu/model.py vit_edu/checkpoints/shapes_vit.pt
 	$(PY) -m vit_edu.book.export --out $@ --examples book/_static/tryit/examples.json --reference _build/tryit_reference.json
 
-build: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
+# Noto Sans CJK from Debian's package, unpacked here (not installed: the browser tests need a system without it).
+$(NOTO):
+	@command -v apt-get > /dev/null || { echo "No apt-get: give a CJK font with CJK_FONT=path (see the README)"; exit 0; }
+	mkdir -p _build/fonts && cd _build/fonts && apt-get download fonts-noto-cjk 2> /dev/null && \
+	  dpkg-deb -x fonts-noto-cjk_*.deb . && rm fonts-noto-cjk_*.deb || echo "Could not download fonts-noto-cjk."
+
+build: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT) $(if $(filter $(NOTO),$(CJK_FONT)),$(NOTO))
 	@# The notebooks' set-up cells install from the configured repository (a no-op while it is unchanged).
 	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(PY) -m vit_edu.book.launch
 	@# --all: Sphinx copies static files (MathJax, CSS) only when it writes pages; write them all every time.
+ifneq ($(EDITION),zh)
 	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
+endif
+ifneq ($(EDITION),en)
+	$(PY) -m vit_edu.book.zh_edition $(ZH_SRC)
+	BOOK_REPOSITORY_URL="$(REPOSITORY_URL)" $(VENV)/bin/jupyter-book build $(ZH_SRC) --all --warningiserror --keep-going
+	rm -rf _build/html/zh && mkdir -p _build/html && mv $(ZH_SRC)/_build/html _build/html/zh
+endif
+	@if [ -f "$(CJK_FONT)" ]; then $(PY) -m vit_edu.book.cjk_font --font "$(CJK_FONT)" --site _build/html; \
+	else echo "No CJK font: Chinese shows only where the reader's system has a font for it. Give one with"; \
+	  echo "CJK_FONT=path/to/NotoSansSC-Regular.otf (or, on Debian/Ubuntu: apt-get install fonts-noto-cjk)."; fi
 
 book: build
 	@echo "The site is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
@@ -89,8 +122,13 @@ bench-tryit: build
 # Jupyter Lab on the Lab edition of the chapters: MyST rendered by jupyterlab-myst, glued numbers written in; saves keep
 # each widget cell's precomputed player. FRESH=05_qkv (or all): the book's version of a chapter you edited, yours kept beside it.
 FRESH ?=
-lab: $(STAMP)
+lab: $(STAMP) $(if $(filter zh,$(EDITION)),$(HOMEWORK_BUILT))
+ifeq ($(EDITION),zh)
+	$(PY) -m vit_edu.book.zh_edition $(ZH_SRC)
+	$(PY) -m vit_edu.book.lab_edition _build/lab-zh --book $(ZH_SRC)/book --start $(if $(FRESH),--fresh $(FRESH))
+else
 	$(PY) -m vit_edu.book.lab_edition _build/lab --start $(if $(FRESH),--fresh $(FRESH))
+endif
 
 serve: build
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html

@@ -37,6 +37,11 @@ def toc_pages() -> list[str]:
     return [f"{Path(f).with_suffix('')}.html" for f in files]
 
 
+def both_editions() -> list[str]:
+    """Every page of the English site and its twin in the Chinese edition (under zh/)."""
+    return toc_pages() + ["zh/" + p for p in toc_pages()]
+
+
 @pytest.fixture(scope="module")
 def server():
     site_missing = None if (SITE / "index.html").exists() else "no built site in _build/html (run make build)"
@@ -92,7 +97,7 @@ def test_toc_lists_pages():
     assert pages[0] == "book/intro.html" and "book/00_first_look.html" in pages
 
 
-@pytest.mark.parametrize("path", toc_pages())
+@pytest.mark.parametrize("path", both_editions())
 def test_page_loads_cleanly(browser, server, path):
     assert (SITE / path).exists(), f"{path} was not built"
     page, problems = open_page(browser, server + path)
@@ -171,8 +176,8 @@ def test_every_frame_player_changes_its_picture(browser, server, path):
         page.close()
 
 
-@pytest.mark.parametrize("width", [1366, 390])
-@pytest.mark.parametrize("path", toc_pages())
+@pytest.mark.parametrize(("path", "width"), [(p, w) for p in toc_pages() for w in (1366, 390)]
+                         + [("zh/" + p, 390) for p in toc_pages()])
 def test_no_sideways_scrolling(browser, server, path, width):
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
@@ -196,6 +201,52 @@ def test_search_finds_chinese_and_english_terms(browser, server, query):
         page.wait_for_function("document.querySelectorAll('#search-results li').length > 0", timeout=15000)
         titles = page.locator("#search-results li").all_inner_texts()
         assert titles, f"no result for {query!r}"
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("path", ["book/05_qkv.html", "book/homework/student/hw1_tokens.html"])
+def test_language_switch_goes_to_the_same_page_both_ways(browser, server, path):
+    page, problems = open_page(browser, server + path)
+    try:
+        page.locator("nav.vit-lang-switch a").click()
+        page.wait_for_load_state("load")
+        assert page.url == server + "zh/" + path and page.evaluate("document.documentElement.lang") == "zh-CN"
+        assert re.search(r"[\u3400-\u9fff]", page.locator("main h1").first.inner_text())
+        page.locator("nav.vit-lang-switch a").click()
+        page.wait_for_load_state("load")
+        assert page.url == server + path and page.evaluate("document.documentElement.lang") == "en"
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+
+
+def test_chinese_search_finds_a_chinese_word_on_a_chinese_page(browser, server):
+    page, problems = open_page(browser, server + "zh/search.html?q=位置编码")
+    try:
+        page.wait_for_function("document.querySelectorAll('#search-results li').length > 0", timeout=15000)
+        links = page.locator("#search-results li a").evaluate_all("as => as.map(a => a.href)")
+        assert any("/zh/book/04_cls_and_position.html" in h for h in links), links
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+
+
+def test_chinese_is_drawn_with_the_served_font(browser, server):
+    """This machine has no CJK font (Debian's Chromium alone draws boxes): the glyphs must come from the site's."""
+    assert (SITE / "zh/_static/vit-cjk.woff2").exists(), "no CJK web font in the build (make build cuts it)"
+    page, problems = open_page(browser, server + "zh/book/05_qkv.html")
+    try:
+        page.evaluate("document.fonts.ready.then(() => true)")
+        session = page.context.new_cdp_session(page)
+        session.send("DOM.enable")
+        session.send("CSS.enable")
+        root = session.send("DOM.getDocument")["root"]["nodeId"]
+        node = session.send("DOM.querySelector", {"nodeId": root, "selector": "main section p"})["nodeId"]
+        fonts = session.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+        chinese = [f for f in fonts if "CJK" in f["familyName"] or f.get("isCustomFont")]
+        assert chinese and all(f["isCustomFont"] for f in chinese), fonts
         assert not problems, "\n".join(problems)
     finally:
         page.close()

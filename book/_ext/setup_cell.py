@@ -16,14 +16,16 @@ from vit_edu.book.launch import TAG
 
 PROMPT_SHOW = "Show the set-up cell (on Colab it installs the book's package)"
 PROMPT_HIDE = "Hide the set-up cell"
+PROMPTS = {"en": (PROMPT_SHOW, PROMPT_HIDE), "zh": ("显示设置单元格（在 Colab 上它会安装本书的软件包）", "隐藏设置单元格")}
 
 
-def collapse_setup_cells(document: nodes.Node) -> int:
+def collapse_setup_cells(document: nodes.Node, edition: str = "en") -> int:
     """Mark each set-up code cell as myst-nb marks a ``hide-cell`` one; return how many were marked."""
+    show, hide = PROMPTS[edition]
     marked = 0
     for node in document.findall(nodes.container):
         if node.get("nb_element") == "cell_code" and TAG in node.get("cell_metadata", {}).get("tags", []):
-            node["hide_mode"], node["prompt_show"], node["prompt_hide"] = "all", PROMPT_SHOW, PROMPT_HIDE
+            node["hide_mode"], node["prompt_show"], node["prompt_hide"] = "all", show, hide
             marked += 1
     return marked
 
@@ -35,7 +37,7 @@ class CollapseSetupCell(SphinxPostTransform):
     formats = ("html",)
 
     def run(self, **kwargs: object) -> None:
-        collapse_setup_cells(self.document)
+        collapse_setup_cells(self.document, getattr(self.config, "vit_edition", "en"))
 
 
 def setup(app: Sphinx) -> dict:

@@ -10,6 +10,9 @@ for them to open, so they are left out.
 
 Glossary links: on every page the first use of each glossary term links to its glossary entry.
 
+Two editions: the English site and the Chinese one under ``zh/`` (``vit_edition: zh``, written by
+``vit_edu.book.zh_edition``). Every page links to the same page in the other edition.
+
 Search: the site indexes Chinese too (``html_search_language: zh``, words split by jieba); the glossary's Chinese
 names go into jieba's dictionary so that each one, such as 位置编码, is found as one word.
 """
@@ -44,6 +47,8 @@ def _dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict
 
 def _buttons_follow_repository(app: Sphinx, config: Config) -> None:
     options = config.html_theme_options
+    if config.vit_edition == "zh":  # Jupyter Book sets this English text itself, so the theme's translation never shows
+        options["search_bar_text"] = "搜索本书……"
     url = (os.environ.get("BOOK_REPOSITORY_URL") or options.get("repository_url") or "").rstrip("/")
     options["repository_url"] = url
     options["use_repository_button"] = bool(url)
@@ -53,14 +58,35 @@ def _buttons_follow_repository(app: Sphinx, config: Config) -> None:
         options["use_edit_page_button"] = False
 
 
+_CJK = re.compile(r"[\u3400-\u9fff]")
+# An entry's term line, in either edition: "patch embedding (图像块嵌入)" or "图像块嵌入 (patch embedding)".
+_ENTRY = re.compile(r"^(\S[^(]*?)\s*\((.*)\)\s*$")
+
+
 def glossary_chinese_terms(glossary: Path) -> list[str]:
     """The Chinese names in the glossary's entries ("patch embedding (图像块嵌入)" -> "图像块嵌入")."""
     terms = []
     for line in glossary.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"^[A-Za-z][^(]*\((.*)\)\s*$", line)
-        if m:
-            terms += [p.strip() for p in m.group(1).split(",") if re.search(r"[\u3400-\u9fff]", p)]
+        m = _ENTRY.match(line)
+        if m and not line.startswith(("#", "`", ":")):
+            terms += [p.strip() for p in [m.group(1), *m.group(2).split(",")] if _CJK.search(p)]
     return terms
+
+
+EDITIONS = {  # edition -> (the other edition's root from this one's, its name, its language)
+    "en": ("zh/", "中文", "zh-CN"),
+    "zh": ("../", "English", "en"),
+}
+
+
+def _language_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
+    """A link to the same page in the other edition, first in the article, and the alternate link in <head>."""
+    root, name, lang = EDITIONS[app.config.vit_edition]
+    href = context["pathto"](root + pagename + ".html", 1)
+    context["body"] = (f'<nav class="vit-lang-switch" aria-label="{"语言" if lang == "en" else "Language"}">'
+                       f'<a href="{href}" hreflang="{lang}" lang="{lang}">{name}</a></nav>' + context.get("body", ""))
+    context["metatags"] = context.get("metatags", "") + f'\n<link rel="alternate" hreflang="{lang}" href="{href}" />'
+
 
 
 def _chinese_search_dictionary(app: Sphinx, config: Config) -> None:
@@ -77,12 +103,12 @@ _NO_LINK = (nodes.literal, nodes.literal_block, nodes.math, nodes.math_block, no
             nodes.raw, nodes.term, nodes.caption, nodes.rubric, nodes.citation, nodes.citation_reference)
 
 
-def _english_spellings(term: str) -> list[str]:
-    """'layer normalisation (LayerNorm, 层归一化)' -> ['layer normalisation', 'LayerNorm']."""
+def _spellings(term: str, edition: str) -> list[str]:
+    """How pages write a term: 'layer normalisation (LayerNorm, 层归一化)' -> ['layer normalisation', 'LayerNorm'];
+    in the Chinese edition, whose entries read '层归一化 (layer normalisation, LayerNorm)', the Chinese name too."""
     m = re.match(r"^([^(]+?)\s*(?:\((.*)\))?$", term)
-    name, inside = m.group(1).strip(), m.group(2) or ""
-    extra = [p.strip() for p in inside.split(",") if p.strip() and not re.search(r"[\u3400-\u9fff]", p)]
-    return [name] + extra
+    parts = [m.group(1).strip()] + [p.strip() for p in (m.group(2) or "").split(",") if p.strip()]
+    return [p for p in parts if edition == "zh" or not _CJK.search(p)]
 
 
 def _in_output(node: nodes.Node) -> bool:
@@ -101,26 +127,31 @@ def _link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> 
     for (kind, term), (glossary_doc, labelid) in std.objects.items():
         if kind != "term" or glossary_doc == docname:
             continue
-        for spelling in _english_spellings(term):
+        for spelling in _spellings(term, app.config.vit_edition):
             targets.setdefault(spelling.lower(), (glossary_doc, labelid, spelling))
     if not targets:
         return
-    words = sorted(targets, key=len, reverse=True)
-    pattern = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for w in words) + r")(?:s|es)?(?![\w-])", re.I)
+    # An English word stands alone ("patch", not "dispatch"); a Chinese name sits between other characters.
+    latin = sorted((w for w in targets if not _CJK.search(w)), key=len, reverse=True)
+    cjk = sorted((w for w in targets if _CJK.search(w)), key=len, reverse=True)
+    alternatives = [r"(?<![\w-])(?P<latin>" + "|".join(map(re.escape, latin)) + r")(?:s|es)?(?![\w-])"] if latin else []
+    alternatives += ["(?P<cjk>" + "|".join(map(re.escape, cjk)) + ")"] if cjk else []
+    pattern = re.compile("|".join(alternatives), re.I)
     linked: set[str] = set()
     for text in list(doctree.findall(nodes.Text)):
         if text.parent is None or _in_output(text.parent):
             continue
         value, pieces, pos = str(text), [], 0
         for m in pattern.finditer(value):
-            doc, labelid, spelling = targets[m.group(1).lower()]
-            if labelid in linked or (spelling.isupper() and m.group(1) != spelling):
+            word = m.groupdict().get("latin") or m.groupdict().get("cjk")
+            doc, labelid, spelling = targets[word.lower()]
+            if labelid in linked or (spelling.isupper() and word != spelling):
                 continue
             linked.add(labelid)
             uri = app.builder.get_relative_uri(docname, doc) + "#" + labelid
             pieces += [nodes.Text(value[pos:m.start()]),
                        nodes.reference("", m.group(0), internal=True, refuri=uri, classes=["glossary-link"],
-                                       reftitle="glossary")]
+                                       reftitle="术语表" if app.config.vit_edition == "zh" else "glossary")]
             pos = m.end()
         if pieces:
             pieces.append(nodes.Text(value[pos:]))
@@ -159,6 +190,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("doctree-resolved", _link_glossary_terms)
     app.connect("config-inited", _buttons_follow_repository)
     app.connect("config-inited", _chinese_search_dictionary)
+    app.add_config_value("vit_edition", "en", "html")
+    app.connect("html-page-context", _language_switch)
     app.add_js_file(None, body=_MODE_FIX, priority=100)
     app.connect("html-page-context", _dedupe_scripts, priority=999)  # after the themes add theirs
     return {"parallel_read_safe": True, "parallel_write_safe": True}
