@@ -9,6 +9,7 @@ master's solution lines). Tests look for them in the wheel, the student notebook
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import nbformat
@@ -16,7 +17,8 @@ import nbformat
 HOMEWORK = Path(__file__).resolve().parents[1] / "book" / "homework"
 
 
-def secrets(name: str) -> set[str]:
+@functools.lru_cache(maxsize=None)  # read once per run: every page of both editions is checked against it
+def secrets(name: str) -> frozenset[str]:
     """Lines only the instructor's side of homework ``name`` holds: its module's statements of 40 characters or
     more, and the master's solution lines of that length (``# SOLUTION`` lines and the code between
     ``# BEGIN SOLUTION`` and ``# END SOLUTION``), less what the master shows students anyway and the package's
@@ -46,7 +48,7 @@ def secrets(name: str) -> set[str]:
     shown += [line for p in (*(root / "vit_edu").rglob("*.py"), *(root / "book").glob("*.ipynb"))
               for line in lines_of(p.read_text())]
     shown_text = "\n".join(shown)
-    return {s for s in found if len(s) >= 40 and s not in shown_text and not s.startswith(("import ", "from ", '"""'))}
+    return frozenset(s for s in found if len(s) >= 40 and s not in shown_text and not s.startswith(("import ", "from ", '"""')))
 
 
 def lines_of(text: str) -> set[str]:
