@@ -147,10 +147,11 @@ def messages(text: str) -> list[str]:
 
 def translate(text: str, table: dict[str, str]) -> str:
     """``text`` with every message replaced by its translation; a message missing from ``table`` is an error."""
-    missing = [p.text for p in segment(text) if p.message and not table.get(p.text)]
+    pieces = segment(text)
+    missing = [p.text for p in pieces if p.message and not table.get(p.text)]
     if missing:
         raise KeyError(f"{len(missing)} message(s) without a translation, the first: {missing[0][:200]!r}")
-    return "".join(table[p.text] if p.message else p.text for p in segment(text))
+    return "".join(table[p.text] if p.message else p.text for p in pieces)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -168,13 +169,17 @@ def page_name(file: str) -> str:
     return file.removeprefix("book/").replace("homework/student/", "homework/")
 
 
+def page_file(stem: Path) -> Path | None:
+    """The notebook or Markdown file ``stem`` names (``book/05_qkv`` -> ``book/05_qkv.ipynb``), if there is one."""
+    return next((path for ext in (".ipynb", ".md") if (path := stem.with_name(stem.name + ext)).exists()), None)
+
+
 def page_source(name: str) -> Path:
     """The English file a page's messages come from (a homework page: its master, which holds the prose)."""
-    for ext in (".ipynb", ".md"):
-        path = ROOT / "book" / (name + ext)
-        if path.exists():
-            return path
-    raise FileNotFoundError(f"no page book/{name}.ipynb or .md")
+    path = page_file(ROOT / "book" / name)
+    if path is None:
+        raise FileNotFoundError(f"no page book/{name}.ipynb or .md")
+    return path
 
 
 def markdown_sources(path: Path) -> list[str]:

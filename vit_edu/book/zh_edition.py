@@ -42,11 +42,10 @@ def translated_page(file: str, source: Path, locale_dir: Path = i18n.LOCALE) -> 
 
 def english_file(file: str) -> Path:
     """The English file a page of the table of contents is built from."""
-    for ext in (".ipynb", ".md"):
-        path = ROOT / (file + ext)
-        if path.exists():
-            return path
-    raise SystemExit(f"{file}: no such page (.ipynb or .md); for the homework pages run `make homework` first")
+    path = i18n.page_file(ROOT / file)
+    if path is None:
+        raise SystemExit(f"{file}: no such page (.ipynb or .md); for the homework pages run `make homework` first")
+    return path
 
 
 def config(strings: dict[str, str]) -> dict:
