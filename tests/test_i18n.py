@@ -15,8 +15,8 @@ from vit_edu.book import i18n
 PAGES = i18n.catalogue_names()
 
 
-def _show(messages: list[str]) -> str:
-    return "\n".join(f"  - {' '.join(m.split())[:150]}" for m in messages)
+def _show(messages: list[i18n.Key]) -> str:
+    return "\n".join(f"  - {'[output] ' if context else ''}{' '.join(m.split())[:150]}" for m, context in messages)
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -31,7 +31,8 @@ def test_every_message_is_translated_and_current(name):
 
 @pytest.mark.parametrize("name", PAGES)
 def test_translations_keep_code_maths_roles_and_shape(name):
-    bad = [f"{' '.join(e.split())[:100]!r}: {'; '.join(p)}" for e, c in i18n.table(name).items() if (p := i18n.problems(e, c))]
+    bad = [f"{' '.join(e.split())[:100]!r}: {'; '.join(p)}" for context in (None, i18n.OUTPUT)
+           for e, c in i18n.table(name, context=context).items() if (p := i18n.problems(e, c, context))]
     assert not bad, f"{len(bad)} message(s):\n" + "\n".join(bad)
 
 

@@ -10,11 +10,13 @@ import pytest
 from vit_edu.book.lab_copies import MANIFEST
 from vit_edu.book.lab_edition import (
     SAVE_HOOK,
+    SITE_PHRASES,
     WIDGET_VIEW,
     bib_labels,
     glued_values,
     lab_markdown,
     pre_save_hook,
+    site_phrases,
     write_lab_edition,
 )
 
@@ -199,3 +201,11 @@ def test_a_folder_from_before_the_manifest_is_treated_as_the_learners(tmp_path):
     statuses = {u.path.name: u.status for u in write_lab_edition(book, lab)}
     assert statuses == {"01_one.ipynb": "unchanged", "02_two.ipynb": "kept", "glossary.md": "unchanged",
                         "references.bib": "unchanged"}
+
+
+def test_the_chinese_lab_edition_names_a_website_page_in_chinese(tmp_path):
+    (tmp_path / "_config.yml").write_text("sphinx:\n  config:\n    language: zh_CN\n", encoding="utf-8")
+    phrases = site_phrases(tmp_path / "book")
+    text = lab_markdown("见 {doc}`try_it`。", {}, LABELS, PAGES, phrases)
+    assert text == "见 “Try it: the trained ViT in your browser”（见本书网站）。", text
+    assert site_phrases(ROOT / "book") == SITE_PHRASES  # the English book

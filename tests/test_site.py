@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from tests.conftest import CHROMIUM, require_browser
+from vit_edu.book.i18n import CJK
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
@@ -142,12 +143,12 @@ def check_internal_links(page, server: str, path: str) -> None:
     assert not bad, f"{path}: internal links that do not resolve: {bad}"
 
 
-@pytest.mark.parametrize("path", toc_pages())
+@pytest.mark.parametrize("path", both_editions())
 def test_every_frame_player_changes_its_picture(browser, server, path):
     page, problems = open_page(browser, server + path)
     try:
         players = page.locator("div.vit-frames")
-        source = (ROOT / path).with_suffix(".ipynb")
+        source = (ROOT / path.removeprefix("zh/")).with_suffix(".ipynb")
         if source.exists() and re.search(r"\b(frame_player|explore)\(", source.read_text(encoding="utf-8")):
             assert players.count() > 0, f"{path}: the notebook builds a frame player but the page shows none"
         for i in range(players.count()):
@@ -171,6 +172,9 @@ def test_every_frame_player_changes_its_picture(browser, server, path):
             label = control.evaluate("e => e.getAttribute('aria-label')")
             assert label and "_" not in label, f"{path}: player {i} control label {label!r} is an identifier"
             assert player.locator(".vit-frames-note").count() == 0, f"{path}: player {i} kept its no-script note"
+            if path.startswith("zh/"):  # the Chinese edition's players speak Chinese
+                caption = player.locator(".vit-frames-caption").inner_text()
+                assert CJK.search(caption), f"{path}: player {i} caption is not Chinese: {caption[:100]!r}"
         assert not problems, "\n".join(problems)
     finally:
         page.close()

@@ -7,10 +7,13 @@ outputs for the examples). Every request that leaves the site's own origin is bl
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 from test_site import ROOT, browser, open_page, server  # noqa: F401  (fixtures)
+
+from vit_edu.book.i18n import CJK
 
 PAGE = "book/try_it.html"
 REFERENCE = ROOT / "_build" / "tryit_reference.json"
@@ -112,6 +115,24 @@ def test_fits_the_screen(browser, server, width):  # noqa: F811
         for control in ["#tryit-colour", "#tryit-brush", "#tryit-example", "#tryit-file"]:
             assert page.locator(f"label:has({control})").count() == 1, f"{control} has no label"
             assert page.is_enabled(control)
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+
+
+def test_the_chinese_page_computes_the_same_and_speaks_chinese(browser, server):  # noqa: F811
+    reference = json.loads(REFERENCE.read_text())
+    page, problems = open_page(browser, server + "zh/" + PAGE)
+    try:
+        page.wait_for_function("window.vitTryIt && window.vitTryIt.runs >= 1", timeout=60_000)
+        views = after(page, lambda: page.select_option("#tryit-example", "1"))
+        error = np.abs(np.ravel(views["probabilities"]) - np.ravel(reference["probabilities"][1])).max()
+        assert error <= TOLERANCE, f"the Chinese page's probabilities differ from PyTorch by {error:.2e}"
+        for selector in ["#tryit-status", "#tryit-lens", "#tryit-attention figcaption", "#tryit-rollout-caption",
+                         "#tryit-example option:checked", "label:has(#tryit-brush)", "#tryit-keys"]:
+            text = page.locator(selector).first.inner_text()
+            assert CJK.search(text), f"{selector} is not Chinese on the Chinese page: {text!r}"
+            assert not re.search(r"[A-Za-z]{4,}", re.sub(r"\b(CLS|Shift|Space|Delete)\b", "", text)), (selector, text)
         assert not problems, "\n".join(problems)
     finally:
         page.close()

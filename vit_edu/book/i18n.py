@@ -7,7 +7,9 @@ come out empty (the notebook parser problem of Sphinx issue 11357). So the Chine
 
 A message is one Markdown block: a paragraph, a list, a heading, a table, a ``$$`` formula with its text, or an
 admonition's title line; an admonition's body and a glossary's entries are split into their own blocks. Code
-fences and bare ``$$`` formulas are not messages: they are the same in both languages.
+fences and bare ``$$`` formulas are not messages: they are the same in both languages. The words code shows a
+reader (widget players, glued phrases, the Try-it page's labels) are messages too, with the gettext context
+``output`` and numbers as slots (:mod:`vit_edu.book.output_text`).
 
     python -m vit_edu.book.i18n update            # catalogues follow the English: new messages, changed ones fuzzy
     python -m vit_edu.book.i18n check             # untranslated, fuzzy and obsolete messages, page by page
@@ -27,7 +29,9 @@ from pathlib import Path
 import nbformat
 import yaml
 from babel.messages.catalog import Catalog
-from babel.messages.pofile import read_po, write_po
+from babel.messages.pofile import denormalize, normalize, read_po, write_po
+
+from vit_edu.book import output_text
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCALE = ROOT / "locale/zh_CN/LC_MESSAGES"
@@ -35,7 +39,9 @@ HEADER = (
     "# Chinese translation of the page {name} of ViT, hands-on (one message per Markdown block of the English page).\n"
     "# Update with `python -m vit_edu.book.i18n update`; translate in any PO editor, or with the worksheet commands."
 )
-BOOK_CATALOGUE = "_book"  # the book's title and the table of contents' part captions
+BOOK_CATALOGUE = "_book"  # the book's title, the table of contents' part captions, the players' notes
+OUTPUT = output_text.CONTEXT
+Key = tuple[str, "str | None"]  # (msgid, msgctxt): a Markdown block has no context, an output text ``output``
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})(.*)$")
 # Directives whose body is prose to split further; others (code, raw HTML, math) stay one piece.
 PROSE_DIRECTIVES = re.compile(r"^\{(admonition|note|tip|warning|important|caution|hint|seealso|glossary)\}")
@@ -204,7 +210,7 @@ def book_strings() -> list[str]:
 
 
 def page_messages(name: str) -> list[str]:
-    """Every message of a page (or of ``_book``), without repeats, in order."""
+    """Every Markdown message of a page (or of ``_book``), without repeats, in order."""
     if name == BOOK_CATALOGUE:
         found = book_strings()
     else:
@@ -213,6 +219,25 @@ def page_messages(name: str) -> list[str]:
             sources += homework_extras()
         found = [m for source in sources for m in messages(source)]
     return list(dict.fromkeys(found))
+
+
+def output_messages(name: str) -> list[str]:
+    """The output texts of a page as templates: a chapter's players and glued phrases, a page's raw HTML; the
+    players' fixed notes for ``_book``. The homework's student notebooks carry no outputs."""
+    if name == BOOK_CATALOGUE:
+        texts = list(output_text.FIXED)
+    elif name.startswith("homework/"):
+        texts = []
+    else:
+        source = page_source(name)
+        texts = (output_text.notebook_texts(nbformat.read(source, as_version=4)) if source.suffix == ".ipynb"
+                 else output_text.raw_html_texts(source.read_text(encoding="utf-8")))
+    return output_text.messages(texts)
+
+
+def page_keys(name: str) -> list[Key]:
+    """Every message of a page with its context."""
+    return [(m, None) for m in page_messages(name)] + [(m, OUTPUT) for m in output_messages(name)]
 
 
 def catalogue_names() -> list[str]:
@@ -232,7 +257,12 @@ def load(name: str, locale_dir: Path = LOCALE) -> Catalog:
     if not path.exists():
         return Catalog(locale="zh_CN", domain=name, fuzzy=False, header_comment=HEADER.format(name=name))
     with path.open("rb") as f:
-        return read_po(f, locale="zh_CN", domain=name)
+        catalog = read_po(f, locale="zh_CN", domain=name)
+    for m in catalog:  # Babel reads "#|" lines as comments: turn them back into the previous English
+        if m.user_comments and all(c.startswith("|") for c in m.user_comments):
+            quoted = "\n".join(c[1:].strip() for c in m.user_comments).removeprefix("msgid ")
+            m.previous_id, m.user_comments = (denormalize(quoted),), []
+    return catalog
 
 
 def save(catalog: Catalog, name: str, locale_dir: Path = LOCALE) -> None:
@@ -242,23 +272,58 @@ def save(catalog: Catalog, name: str, locale_dir: Path = LOCALE) -> None:
     # width=0: one line per message line, so a diff shows the paragraph that changed; no dates, so an update that
     # changes nothing changes no file.
     catalog.revision_date = catalog.creation_date = None
-    write_po(buffer, catalog, width=0, include_previous=True, sort_output=False, omit_header=False)
-    text = re.sub(rb'"(POT-Creation-Date|PO-Revision-Date): [^"]*\\n"\n', b"", buffer.getvalue())
-    if not path.exists() or path.read_bytes() != text:
-        path.write_bytes(text)
+    write_po(buffer, catalog, width=0, include_previous=False, sort_output=False, omit_header=False)
+    text = re.sub(r'"(POT-Creation-Date|PO-Revision-Date): [^"]*\\n"\n', "", buffer.getvalue().decode("utf-8"))
+    data = _with_previous(text, catalog).encode("utf-8")
+    if not path.exists() or path.read_bytes() != data:
+        path.write_bytes(data)
 
 
-def update(name: str, locale_dir: Path = LOCALE) -> Catalog:
+def _with_previous(text: str, catalog: Catalog) -> str:
+    """PO text with each fuzzy message's previous English as ``#|`` lines, one per line of the English as msgmerge
+    writes them (Babel's writer wraps them at 76 columns inside the quotes, and its reader skips them: :func:`load`
+    reads them)."""
+    previous = {}
+    for m in catalog:
+        if m.id and m.previous_id:
+            context = f"msgctxt {normalize(m.context, width=0)}\n" if m.context else ""
+            old = f"msgid {normalize(m.previous_id[0], width=0)}"
+            previous[f"{context}msgid {normalize(m.id, width=0)}"] = "".join(f"#| {line}\n" for line in old.split("\n"))
+    blocks = text.split("\n\n")
+    for i, block in enumerate(blocks):
+        start = re.search(r"^(msgctxt|msgid) ", block, re.M)
+        if start is None:
+            continue
+        head = block[start.start():].split("\nmsgstr ")[0]
+        if head in previous:
+            blocks[i] = block[:start.start()] + previous[head] + block[start.start():]
+    return "\n\n".join(blocks)
+
+
+def update(name: str, locale_dir: Path = LOCALE, prune: bool = False) -> Catalog:
     """The catalogue of ``name`` brought in line with the English: new messages added untranslated, changed ones
-    marked fuzzy (with their previous English and translation kept for the translator), removed ones obsolete."""
+    marked fuzzy (with their previous English and translation kept for the translator), removed ones obsolete
+    (kept at the end of the file for reuse, or dropped with ``prune``)."""
     template = Catalog(locale="zh_CN", domain=name, project="ViT, hands-on", charset="utf-8")
-    for message in page_messages(name):
-        template.add(message)
+    for message, context in page_keys(name):
+        template.add(message, context=context)
     catalog = load(name, locale_dir)
     catalog.project, catalog.fuzzy, catalog.header_comment = template.project, False, HEADER.format(name=name)
     catalog.version, catalog.msgid_bugs_address = "1", "the book's issue tracker"
     catalog.last_translator, catalog.language_team = "ViT, hands-on translators", "Chinese (Simplified)"
+    before = {(str(m.id), m.context): m.previous_id for m in catalog if m.id}
     catalog.update(template, no_fuzzy_matching=False, update_header_comment=False)
+    for entry in catalog:
+        if not entry.fuzzy:
+            continue
+        if entry.previous_id and (entry.previous_id[0], entry.context) not in before:
+            # Babel's guesses ignore contexts: a caption's guess from a paragraph is no help
+            entry.string, entry.previous_id = "", ()
+            entry.flags.discard("fuzzy")
+        elif not entry.previous_id:  # still fuzzy from an earlier update: Babel drops the English it came from
+            entry.previous_id = before.get((str(entry.id), entry.context)) or ()
+    if prune:
+        catalog.obsolete.clear()
     save(catalog, name, locale_dir)
     return catalog
 
@@ -267,9 +332,9 @@ def update(name: str, locale_dir: Path = LOCALE) -> Catalog:
 class Status:
     """What a page's catalogue lacks against the current English."""
 
-    untranslated: list[str]
-    fuzzy: list[str]
-    obsolete: list[str]
+    untranslated: list[Key]
+    fuzzy: list[Key]
+    obsolete: list[Key]
 
     @property
     def ok(self) -> bool:
@@ -279,22 +344,25 @@ class Status:
 def status(name: str, locale_dir: Path = LOCALE) -> Status:
     """Compares the catalogue with the page's current messages (no update needed first)."""
     catalog = load(name, locale_dir)
-    current = page_messages(name)
+    current = page_keys(name)
     untranslated, fuzzy = [], []
-    for message in current:
-        entry = catalog.get(message)
+    for key in current:
+        entry = catalog.get(*key)
         if entry is None or not entry.string:
-            untranslated.append(message)
+            untranslated.append(key)
         elif entry.fuzzy:
-            fuzzy.append(message)
+            fuzzy.append(key)
     wanted = set(current)
-    obsolete = [str(m.id) for m in catalog if m.id and m.id not in wanted] + [str(k) for k in catalog.obsolete]
+    obsolete = [(str(m.id), m.context) for m in catalog if m.id and (m.id, m.context) not in wanted]
+    obsolete += [(str(m.id), m.context) for m in catalog.obsolete.values()]
     return Status(untranslated, fuzzy, obsolete)
 
 
-def table(name: str, locale_dir: Path = LOCALE) -> dict[str, str]:
-    """msgid -> translation for the translated, non-fuzzy messages of a catalogue."""
-    return {str(m.id): str(m.string) for m in load(name, locale_dir) if m.id and m.string and not m.fuzzy}
+def table(name: str, locale_dir: Path = LOCALE, context: str | None = None) -> dict[str, str]:
+    """msgid -> translation for the translated, non-fuzzy messages of a catalogue in one context (Markdown's, by
+    default; ``OUTPUT`` for the output texts)."""
+    return {str(m.id): str(m.string) for m in load(name, locale_dir)
+            if m.id and m.string and not m.fuzzy and m.context == context}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -315,9 +383,12 @@ def kept(text: str) -> list[str]:
     return sorted(titled.sub(r"\1<\2>`", m.group(0)) for m in KEPT.finditer(text))
 
 
-def problems(english: str, chinese: str) -> list[str]:
+def problems(english: str, chinese: str, context: str | None = None) -> list[str]:
     """What is wrong with a translation of one message: lost or changed code, maths, roles and links; another
-    heading level, list or table shape, or fence; no Chinese where the English has prose."""
+    heading level, list or table shape, or fence; no Chinese where the English has prose. An output text: other
+    slots or HTML tags (:func:`vit_edu.book.output_text.problems`)."""
+    if context == OUTPUT:
+        return output_text.problems(english, chinese)
     found = []
     lost = sorted(set(kept(english)) - set(kept(chinese)))
     added = sorted(set(kept(chinese)) - set(kept(english)))
@@ -344,16 +415,20 @@ def problems(english: str, chinese: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------------------
 # Worksheets: the messages that need a translator, as plain text an editor handles well
 
-MARK = re.compile(r"^<<<<< (\d+) (en|zh|previous en|previous zh) >>>>>$", re.M)
+# A block's mark: its number, "o" before it for an output text (context ``output``), and what the block is.
+MARK = re.compile(r"^<<<<< (o?\d+) (en|zh|previous en|previous zh) >>>>>$", re.M)
 
 
 def worksheet(name: str, locale_dir: Path = LOCALE) -> str:
     """The untranslated and fuzzy messages of a page; write each translation under its ``zh`` mark."""
     catalog = load(name, locale_dir)
     todo = status(name, locale_dir)
-    out = [f"# Worksheet for {name}: translate each block under its zh mark; leave the en blocks as they are.\n"]
-    for k, message in enumerate(todo.untranslated + todo.fuzzy):
-        entry = catalog.get(message)
+    out = [f"# Worksheet for {name}: translate each block under its zh mark; leave the en blocks as they are.\n"
+           "# Blocks numbered o1, o2, ... are texts that code shows (controls, captions, glued phrases): keep their\n"
+           "# numbered slots {0}, {1}, their {{name}} placeholders and their HTML tags.\n"]
+    for n, (message, context) in enumerate(todo.untranslated + todo.fuzzy):
+        entry = catalog.get(message, context)
+        k = f"o{n}" if context == OUTPUT else str(n)
         out.append(f"<<<<< {k} en >>>>>\n{message}\n")
         if entry is not None and entry.fuzzy and entry.string:
             if entry.previous_id:
@@ -363,33 +438,35 @@ def worksheet(name: str, locale_dir: Path = LOCALE) -> str:
     return "\n".join(out)
 
 
-def read_worksheet(text: str) -> dict[str, str]:
-    """English -> Chinese from a filled worksheet (blocks left empty are skipped)."""
+def read_worksheet(text: str) -> dict[Key, str]:
+    """(English, context) -> Chinese from a filled worksheet (blocks left empty are skipped)."""
     parts = MARK.split(text)
-    blocks: dict[tuple[int, str], str] = {}
+    blocks: dict[tuple[str, str], str] = {}
     for k in range(1, len(parts) - 2, 3):
-        blocks[(int(parts[k]), parts[k + 1])] = parts[k + 2].strip("\n")
+        blocks[(parts[k], parts[k + 1])] = parts[k + 2].strip("\n")
     pairs = {}
     for (k, kind), english in blocks.items():
         if kind == "en":
             chinese = blocks.get((k, "zh"), "")
             if chinese.strip():
-                pairs[english] = chinese
+                pairs[(english, OUTPUT if k.startswith("o") else None)] = chinese
     return pairs
 
 
-def apply(name: str, pairs: dict[str, str], locale_dir: Path = LOCALE) -> int:
-    """Writes translations into a page's catalogue (clearing their fuzzy flag); returns how many."""
+def apply(name: str, pairs: dict[Key, str] | dict[str, str], locale_dir: Path = LOCALE) -> int:
+    """Writes translations into a page's catalogue (clearing their fuzzy flag); returns how many. A key is a
+    message's (English, context), or its English alone for a Markdown block."""
+    keyed = {(key if isinstance(key, tuple) else (key, None)): chinese for key, chinese in pairs.items()}
     catalog = update(name, locale_dir)
-    unknown = [e for e in pairs if catalog.get(e) is None]
+    unknown = [e for e, c in keyed if catalog.get(e, c) is None]
     if unknown:
         raise KeyError(f"{len(unknown)} English block(s) are not messages of {name}, the first: {unknown[0][:200]!r}")
-    bad = [f"{english[:120]!r}: {'; '.join(found)}" for english, chinese in pairs.items()
-           if (found := problems(english, chinese))]
+    bad = [f"{english[:120]!r}: {'; '.join(found)}" for (english, context), chinese in keyed.items()
+           if (found := problems(english, chinese, context))]
     if bad:
         raise ValueError(f"{len(bad)} translation(s) refused, nothing written:\n" + "\n".join(bad))
-    for english, chinese in pairs.items():
-        entry = catalog.get(english)
+    for (english, context), chinese in keyed.items():
+        entry = catalog.get(english, context)
         entry.string = chinese
         entry.flags.discard("fuzzy")
         entry.previous_id = ()
@@ -400,7 +477,8 @@ def apply(name: str, pairs: dict[str, str], locale_dir: Path = LOCALE) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("update", help="bring every catalogue in line with the English pages")
+    up = sub.add_parser("update", help="bring every catalogue in line with the English pages")
+    up.add_argument("--prune", action="store_true", help="drop obsolete messages (once nothing needs them)")
     sub.add_parser("check", help="list untranslated, fuzzy and obsolete messages; exit 1 if any")
     ws = sub.add_parser("worksheet", help="the messages of one page that need a translator")
     ws.add_argument("page", choices=catalogue_names())
@@ -410,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "update":
         for name in catalogue_names():
-            update(name)
+            update(name, prune=args.prune)
         args.command = "check"
     if args.command == "check":
         bad = 0

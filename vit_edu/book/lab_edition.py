@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import yaml
 
 from vit_edu.book.lab_copies import Update, update_copies
 
@@ -32,6 +33,9 @@ DOC = re.compile(r"\{doc\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`]+))`( page\b)?")
 SITE_ONLY = "site-only"  # tag of a Markdown cell about the website only
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 EXTRAS = ("glossary.md", "references.bib")  # copied as they are, beside the chapters
+# How a chapter names a page the Lab folder lacks: "see the {doc}`x` page", "see {doc}`x`". The Chinese edition's
+# come from the book's catalogue (context ``output``), as the players' notes do.
+SITE_PHRASES = ("“{text}” page on the book's website", "“{text}” (on the book's website)")
 SAVE_HOOK = "vit_edu.book.lab_edition.pre_save_hook"
 
 
@@ -95,6 +99,7 @@ def lab_markdown(
     values: dict[str, str],
     labels: dict[str, tuple[str, str]],
     pages: dict[str, tuple[str, str | None]] | None = None,
+    phrases: tuple[str, str] = SITE_PHRASES,
 ) -> str:
     """``source`` with glue roles replaced by their values, citations by "(Author, year)" and ``{doc}`` roles by a
     link to the page in the Lab folder, or by its title and "on the book's website" where the folder lacks it."""
@@ -124,7 +129,7 @@ def lab_markdown(
         text = text or title
         if lab_file:
             return f"[{text}]({lab_file}){page_word}"
-        return f"“{text}” page on the book's website" if page_word else f"“{text}” (on the book's website)"
+        return (phrases[0] if page_word else phrases[1]).format(text=text)
 
     return DOC.sub(doc, CITE.sub(cite, GLUE.sub(glue, source)))
 
@@ -151,15 +156,27 @@ def pre_save_hook(model: dict, **_: object) -> None:
         drop_widget_views(model["content"])
 
 
-def lab_notebook(path: Path, labels: dict[str, tuple[str, str]], pages: dict[str, tuple[str, str | None]]
-                 ) -> nbformat.NotebookNode:
+def site_phrases(book: Path) -> tuple[str, str]:
+    """:data:`SITE_PHRASES` in the language of the book in ``book`` (its ``_config.yml`` is one folder up)."""
+    config = book.parent / "_config.yml"
+    settings = yaml.safe_load(config.read_text(encoding="utf-8")) if config.exists() else {}
+    if (settings.get("sphinx") or {}).get("config", {}).get("language", "en") == "en":
+        return SITE_PHRASES
+    from vit_edu.book import i18n, output_text
+
+    table = i18n.table(i18n.BOOK_CATALOGUE, context=i18n.OUTPUT)
+    return tuple(output_text.translate(p, table) for p in SITE_PHRASES)  # type: ignore[return-value]
+
+
+def lab_notebook(path: Path, labels: dict[str, tuple[str, str]], pages: dict[str, tuple[str, str | None]],
+                 phrases: tuple[str, str] = SITE_PHRASES) -> nbformat.NotebookNode:
     """A chapter's Lab edition: no site-only cells, Markdown with its roles written in, widget cells' fallbacks."""
     nb = nbformat.read(path, as_version=4)
     values = glued_values(nb)
     nb.cells = [c for c in nb.cells if not (c.cell_type == "markdown" and SITE_ONLY in c.metadata.get("tags", []))]
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = lab_markdown(cell.source, values, labels, pages)
+            cell.source = lab_markdown(cell.source, values, labels, pages, phrases)
     drop_widget_views(nb)
     return nb
 
@@ -170,10 +187,10 @@ def write_lab_edition(book: Path, out: Path, fresh: list[str] | None = None) -> 
     A copy the learner has edited is never overwritten: it is kept, unless its name is in ``fresh`` (or
     ``fresh`` holds "all"); then it is moved aside with a timestamp and a fresh copy takes its place.
     """
-    labels, pages = bib_labels(book / "references.bib"), book_pages(book)
+    labels, pages, phrases = bib_labels(book / "references.bib"), book_pages(book), site_phrases(book)
     editions: dict[str, str] = {}
     for path in sorted(book.glob("[0-9][0-9]_*.ipynb")):
-        editions[path.name] = nbformat.writes(lab_notebook(path, labels, pages))
+        editions[path.name] = nbformat.writes(lab_notebook(path, labels, pages, phrases))
     for extra in EXTRAS:
         editions[extra] = (book / extra).read_text(encoding="utf-8")
     return update_copies(editions, out, fresh or [])

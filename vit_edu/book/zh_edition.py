@@ -2,9 +2,10 @@
 
 ``python -m vit_edu.book.zh_edition OUT`` writes a second Jupyter Book into ``OUT`` (``make book`` uses
 ``_build/zh``): every page of ``_toc.yml`` with each Markdown block replaced by its translation from the page's
-catalogue (:mod:`vit_edu.book.i18n`), code cells and their outputs (glued numbers, figures, widget players)
-copied as they are, and ``_config.yml`` and ``_toc.yml`` with ``language: zh_CN`` and translated captions. The
-homework pages come from the built student notebooks (``book/homework/student``), which ``make book`` writes
+catalogue (:mod:`vit_edu.book.i18n`), code cells and their outputs (glued numbers, figures) copied as they are
+except the words code shows a reader (widget players' controls and captions, glued phrases, the Try-it page's
+labels: :mod:`vit_edu.book.output_text`), and ``_config.yml`` and ``_toc.yml`` with ``language: zh_CN`` and
+translated captions. The homework pages come from the built student notebooks (``book/homework/student``), which ``make book`` writes
 first. A message without a translation stops the build, naming it.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from vit_edu.book import i18n
+from vit_edu.book import i18n, output_text
 
 ROOT = i18n.ROOT
 SHARED = ("_static", "_ext", "references.bib")  # linked, not copied: the same files serve both editions
@@ -26,15 +27,18 @@ SHARED = ("_static", "_ext", "references.bib")  # linked, not copied: the same f
 
 def translated_page(file: str, source: Path, locale_dir: Path = i18n.LOCALE) -> str:
     """A page's Chinese text (a notebook as JSON) from its English file."""
-    table = i18n.table(i18n.page_name(file), locale_dir)
+    name = i18n.page_name(file)
+    table = i18n.table(name, locale_dir)
+    outputs = i18n.table(i18n.BOOK_CATALOGUE, locale_dir, i18n.OUTPUT) | i18n.table(name, locale_dir, i18n.OUTPUT)
     try:
         if source.suffix == ".ipynb":
             nb = nbformat.read(source, as_version=4)
             for cell in nb.cells:
                 if cell.cell_type == "markdown":
                     cell.source = i18n.translate(cell.source, table)
+            output_text.translate_notebook(nb, outputs)
             return nbformat.writes(nb)
-        return i18n.translate(source.read_text(encoding="utf-8"), table)
+        return output_text.translate_raw_html(i18n.translate(source.read_text(encoding="utf-8"), table), outputs)
     except KeyError as err:
         raise SystemExit(f"{file}: {err.args[0]}\nTranslate it: python -m vit_edu.book.i18n worksheet "
                          f"{i18n.page_name(file)} (the README says how)") from None

@@ -31,6 +31,11 @@ def problem_frame(problem: str, figsize: tuple[float, float] = (4, 1.5)) -> Fram
     ax.text(0.5, 0.5, problem, ha="center", va="center", wrap=True, fontsize=9)
     return fig, f"<b>Nothing to show.</b> {problem}"
 
+# The player's notes: where no script runs (the first), and in Jupyter before its cell has run (the second).
+NOTE_STATIC = ("A picture computed in advance. Its controls appear where the page can run its script: on the book's "
+               "website, or in Jupyter once you run this cell.")
+NOTE_LIVE = "Pictures computed in advance. Run this cell for the live widget."
+
 _SCRIPT = """
 (function () {
   // The element that holds this script: found whether or not the page has put the player in the document yet.
@@ -95,7 +100,7 @@ _SCRIPT = """
   var note = root.querySelector(".vit-frames-note");
   if (note && root.closest(".jp-OutputArea, .output_area")) {
     // In Jupyter this is the stand-in, shown until the cell runs: say where the live widget is.
-    note.textContent = "Pictures computed in advance. Run this cell for the live widget.";
+    note.textContent = "%(live)s";
   } else if (note) {
     note.remove();
   }
@@ -194,12 +199,11 @@ def frame_player(
         f'<div class="vit-frames" id="{uid}">'
         f"<style>{_STYLE}</style>"
         '<div class="vit-frames-controls"></div>'
-        '<p class="vit-frames-note">A picture computed in advance. Its controls appear where the page can run '
-        "its script: on the book's website, or in Jupyter once you run this cell.</p>"
+        f'<p class="vit-frames-note">{NOTE_STATIC}</p>'
         f'<img class="vit-frames-image" alt="{html.escape(alt)}" src="data:image/png;base64,{frames[first][0]}">'
         f'<div class="vit-frames-caption">{frames[first][1]}</div>'
         f'<script type="application/json" class="vit-frames-data">{payload}</script>'
-        f"<script>{_SCRIPT % {'id': uid}}</script>"
+        f"<script>{_SCRIPT % {'id': uid, 'live': NOTE_LIVE}}</script>"
         "</div>"
     )
     return HTML(page)

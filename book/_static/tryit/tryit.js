@@ -9,6 +9,10 @@
   const $ = (id) => document.getElementById(id);
   const status = $("tryit-status");
   const BACKGROUND = [24, 24, 28];  // a dark background, as in the shapes task
+  // The words the script writes, from the page (its JSON block is translated with the page's other text).
+  const TEXT = JSON.parse($("tryit-text").textContent);
+  const say = (key, values = {}) => TEXT[key].replace(/\{(\w+)\}/g, (_, name) => String(values[name]));
+  const className = (name) => TEXT.classes[name] || name;  // the class's name in the page's language
 
   let meta = null;        // classes, image size, patch size, example images (examples.json)
   let session = null;     // the ONNX Runtime session
@@ -181,7 +185,7 @@
   function describe(weights) {  // where the map puts most weight, for screen readers and the caption
     const gw = size()[1] / meta.patch_size;
     const i = weights.indexOf(Math.max(...weights));
-    return `most weight on the patch in row ${Math.floor(i / gw) + 1}, column ${(i % gw) + 1} (${(100 * weights[i]).toFixed(0)}%)`;
+    return say("most_weight", { row: Math.floor(i / gw) + 1, column: (i % gw) + 1, percent: (100 * weights[i]).toFixed(0) });
   }
 
   function clsRow(views, l, hh) {  // the CLS query's weights on the patch tokens
@@ -191,7 +195,7 @@
   }
 
   function drawOutputs(views) {
-    const classes = meta.classes;
+    const classes = meta.classes.map(className);
     const best = views.probabilities.indexOf(Math.max(...views.probabilities));
     $("tryit-probs").innerHTML = classes.map((name, i) => {
       const pct = 100 * views.probabilities[i];
@@ -200,7 +204,7 @@
         `<span class="tryit-bar-value">${pct.toFixed(1)}%</span></div>`;
     }).join("");
     const k = classes.length;
-    let rows = `<thead><tr><th scope="col">after block</th>${classes.map((c) => `<th scope="col">${c}</th>`).join("")}</tr></thead><tbody>`;
+    let rows = `<thead><tr><th scope="col">${say("after_block")}</th>${classes.map((c) => `<th scope="col">${c}</th>`).join("")}</tr></thead><tbody>`;
     for (let l = 0; l < views.L; l++) {
       const probs = views.lens_probabilities.slice(l * k, (l + 1) * k);
       const top = probs.indexOf(Math.max(...probs));
@@ -213,7 +217,7 @@
       const weights = clsRow(views, l, hh);
       const figure = grid.querySelector(`[data-map="${l}-${hh}"]`);
       heatmap(figure.querySelector("canvas"), weights);
-      figure.querySelector("canvas").setAttribute("aria-label", `Layer ${l + 1}, head ${hh}: ${describe(weights)}`);
+      figure.querySelector("canvas").setAttribute("aria-label", say("map_label", { layer: l + 1, head: hh, where: describe(weights) }));
     }
     const S = views.S, n = meta.num_prefix_tokens;
     const roll = views.rollout.slice(n, S);  // row 0 of the rollout: what reaches the CLS token
@@ -221,10 +225,10 @@
     const share = roll.map((v) => v / total);
     const canvas = $("tryit-rollout-canvas");
     heatmap(canvas, share);
-    const text = `Rollout: ${describe(share)} of what reaches the CLS token from the patches.`;
+    const text = say("rollout", { where: describe(share) });
     canvas.setAttribute("aria-label", text);
     $("tryit-rollout-caption").textContent = text;
-    status.textContent = `Prediction: ${classes[best]} (${(100 * views.probabilities[best]).toFixed(1)}%).`;
+    status.textContent = say("prediction", { name: classes[best], percent: (100 * views.probabilities[best]).toFixed(1) });
   }
 
   function buildAttentionGrid(L, heads) {
@@ -234,7 +238,7 @@
     for (let l = 0; l < L; l++) for (let hh = 0; hh < heads; hh++) {
       const figure = document.createElement("figure");
       figure.dataset.map = `${l}-${hh}`;
-      figure.innerHTML = `<canvas width="96" height="96" role="img"></canvas><figcaption>layer ${l + 1}, head ${hh}</figcaption>`;
+      figure.innerHTML = `<canvas width="96" height="96" role="img"></canvas><figcaption>${say("map_caption", { layer: l + 1, head: hh })}</figcaption>`;
       grid.appendChild(figure);
     }
   }
@@ -268,8 +272,8 @@
     $("tryit-clear").addEventListener("click", () => { clearInput(); $("tryit-example").value = ""; changed(); });
     const brush = $("tryit-brush");
     const showBrush = () => {
-      $("tryit-brush-value").textContent = `${brush.value} px`;
-      brush.setAttribute("aria-valuetext", `${brush.value} pixels`);
+      $("tryit-brush-value").textContent = say("brush", { size: brush.value });
+      brush.setAttribute("aria-valuetext", say("brush_spoken", { size: brush.value }));
     };
     brush.addEventListener("input", showBrush);
     showBrush();
@@ -277,7 +281,7 @@
     meta.images.forEach((_, i) => {
       const option = document.createElement("option");
       option.value = String(i);
-      option.textContent = `test image ${i + 1} (${meta.classes[meta.labels[i]]})`;
+      option.textContent = say("test_image", { number: i + 1, name: className(meta.classes[meta.labels[i]]) });
       select.appendChild(option);
     });
     select.addEventListener("change", () => { if (select.value !== "") { setRGB(meta.images[Number(select.value)]); changed(); } });
@@ -296,7 +300,7 @@
         select.value = "";
         changed();
       } catch (err) {
-        status.textContent = `Could not read ${file.name} as a picture: ${err.message}`;
+        status.textContent = say("bad_picture", { file: file.name, error: err.message });
       }
     });
   }
@@ -325,7 +329,7 @@
       buildAttentionGrid(probe.attentions.dims[0], probe.attentions.dims[2]);
       await run();
     } catch (err) {
-      status.textContent = `The model could not start in this browser: ${err.message}`;
+      status.textContent = say("no_start", { error: err.message });
       throw err;
     }
   }
