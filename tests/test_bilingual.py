@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from vit_edu.book.output_text import CJK
+
 ROOT = Path(__file__).resolve().parents[1]
-CJK = re.compile(r"[\u3400-\u9fff]")
 # Words that are also plain English: their first *technical* use is the one that must carry the Chinese name.
 TECHNICAL = {
     "key": r"\bkeys?\b(?= \(|,? (?:and|or) values?|\s+vectors?|\s*\$K\$|\s+K\b)",

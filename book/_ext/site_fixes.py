@@ -28,6 +28,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
+from vit_edu.book.output_text import CJK
+
 # Runs in <head> before the theme's deferred script reads the mode.
 _MODE_FIX = 'if (!document.documentElement.dataset.mode) { document.documentElement.dataset.mode = "auto"; }'
 
@@ -58,7 +60,6 @@ def _buttons_follow_repository(app: Sphinx, config: Config) -> None:
         options["use_edit_page_button"] = False
 
 
-_CJK = re.compile(r"[\u3400-\u9fff]")
 # An entry's term line, in either edition: "patch embedding (图像块嵌入)" or "图像块嵌入 (patch embedding)".
 _ENTRY = re.compile(r"^(\S[^(]*?)\s*\((.*)\)\s*$")
 
@@ -69,7 +70,7 @@ def glossary_chinese_terms(glossary: Path) -> list[str]:
     for line in glossary.read_text(encoding="utf-8").splitlines():
         m = _ENTRY.match(line)
         if m and not line.startswith(("#", "`", ":")):
-            terms += [p.strip() for p in [m.group(1), *m.group(2).split(",")] if _CJK.search(p)]
+            terms += [p.strip() for p in [m.group(1), *m.group(2).split(",")] if CJK.search(p)]
     return terms
 
 
@@ -108,7 +109,7 @@ def _spellings(term: str, edition: str) -> list[str]:
     in the Chinese edition, whose entries read '层归一化 (layer normalisation, LayerNorm)', the Chinese name too."""
     m = re.match(r"^([^(]+?)\s*(?:\((.*)\))?$", term)
     parts = [m.group(1).strip()] + [p.strip() for p in (m.group(2) or "").split(",") if p.strip()]
-    return [p for p in parts if edition == "zh" or not _CJK.search(p)]
+    return [p for p in parts if edition == "zh" or not CJK.search(p)]
 
 
 def _in_output(node: nodes.Node) -> bool:
@@ -132,8 +133,8 @@ def _link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> 
     if not targets:
         return
     # An English word stands alone ("patch", not "dispatch"); a Chinese name sits between other characters.
-    latin = sorted((w for w in targets if not _CJK.search(w)), key=len, reverse=True)
-    cjk = sorted((w for w in targets if _CJK.search(w)), key=len, reverse=True)
+    latin = sorted((w for w in targets if not CJK.search(w)), key=len, reverse=True)
+    cjk = sorted((w for w in targets if CJK.search(w)), key=len, reverse=True)
     alternatives = [r"(?<![\w-])(?P<latin>" + "|".join(map(re.escape, latin)) + r")(?:s|es)?(?![\w-])"] if latin else []
     alternatives += ["(?P<cjk>" + "|".join(map(re.escape, cjk)) + ")"] if cjk else []
     pattern = re.compile("|".join(alternatives), re.I)

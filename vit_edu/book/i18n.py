@@ -368,7 +368,7 @@ def table(name: str, locale_dir: Path = LOCALE, context: str | None = None) -> d
 # ---------------------------------------------------------------------------------------------------------
 # What a translation must keep
 
-CJK = re.compile(r"[\u3400-\u9fff]")
+CJK = output_text.CJK
 # Kept character for character: roles ({glue:text}, {cite:p}, {doc}, ...), inline code, maths, link targets,
 # labels and HTML tags' names.
 KEPT = re.compile(r"\{[a-z:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$\$.*?\$\$|\$[^$]+\$|\]\([^)]*\)|^\(.+\)=$|</?[a-z]+\b", re.M | re.S)

@@ -29,6 +29,7 @@ SLOT = re.compile(r"(?<!\{)\{(\d+)\}")
 NAMED = re.compile(r"\{\{\w+\}\}")  # a script's own placeholder ({name} in tryit.js), doubled in a template
 TAG = re.compile(r"</?([a-z][a-z0-9]*)\b")
 WORDS = re.compile(r"[A-Za-z]{2,}")
+CJK = re.compile(r"[\u3400-\u9fff]")  # a Chinese character (CJK unified ideographs and extension A)
 GLUE_TEXT = "application/papermill.record/text/plain"
 PLAYER_DATA = re.compile(r'(<script type="application/json" class="vit-frames-data">)(.*?)(</script>)', re.S)
 # The Try-it page keeps its interface strings in a JSON block of its raw HTML; tryit.js reads them from there.
@@ -81,7 +82,7 @@ def problems(english: str, chinese: str) -> list[str]:
         fill(chinese, ["0"] * len(SLOT.findall(english)))
     except (IndexError, KeyError, ValueError) as err:
         found.append(f"not a template ({err}); write a literal brace as {{{{ or }}}}")
-    if len(WORDS.findall(re.sub(r"<[^>]*>", " ", english))) >= 3 and not re.search(r"[\u3400-\u9fff]", chinese):
+    if len(WORDS.findall(re.sub(r"<[^>]*>", " ", english))) >= 3 and not CJK.search(chinese):
         found.append("no Chinese in the translation")
     return found
 
