@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -9,8 +11,8 @@ import pytest
 import torch
 
 from vit_edu import ViTConfig, VisionTransformer
-from vit_edu.book.export import OUTPUTS, examples, export_onnx, reference_outputs
-from vit_edu.data import ShapesDataset
+from vit_edu.book.export import FORMAT, OUTPUTS, class_names, examples, export_onnx, reference_outputs
+from vit_edu.data import CLASS_NAMES, ShapesDataset
 from vit_edu.explain import logit_lens
 from vit_edu.training import CHECKPOINTS, load_checkpoint
 
@@ -68,9 +70,40 @@ def test_half_precision_weights_only_where_lossless(shipped, tmp_path):
 def test_examples_are_what_the_page_sees(shipped):
     model, _ = shipped
     page, reference = examples(model, count=3)
-    assert len(page["images"]) == len(page["labels"]) == 3
+    assert len(page["images"]) == len(page["shows"]) == 3 and set(page["shows"]) <= set(CLASS_NAMES)
+    assert page["image_size"] == [32, 32] and "classes" not in page  # a model's classes come from its own file
     assert all(len(img) == 32 * 32 * 3 and all(0 <= v <= 255 for v in img) for img in page["images"])
     pixels = torch.tensor(page["images"], dtype=torch.float32).reshape(3, 32, 32, 3).permute(0, 3, 1, 2) / 255
     want = reference_outputs(model, pixels)
     np.testing.assert_allclose(reference["probabilities"], want["probabilities"].numpy(), atol=1e-6)
     np.testing.assert_allclose(np.sum(reference["probabilities"], axis=-1), 1.0, atol=1e-6)
+
+
+def _metadata(path) -> dict[str, str]:
+    return {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+
+
+def test_the_file_describes_its_model(shipped, tmp_path):
+    model, path = shipped
+    meta = _metadata(path)
+    c = model.config
+    assert meta["format"] == FORMAT and json.loads(meta["classes"]) == list(CLASS_NAMES)
+    assert json.loads(meta["image_size"]) == list(c.image_size) and json.loads(meta["patch_size"]) == c.patch_size
+    assert (json.loads(meta["num_layers"]), json.loads(meta["num_heads"])) == (c.depth, c.num_heads)
+    assert meta["pooling"] == "cls" and json.loads(meta["num_prefix_tokens"]) == 1
+    assert json.loads(meta["input_norm"]) == list(c.input_norm) and json.loads(meta["outputs"]) == list(OUTPUTS)
+    # Another model, other values: 48×48 images, patch 6, mean pooling, no position table, its own class names.
+    other = VisionTransformer(ViTConfig(image_size=48, patch_size=6, num_classes=3, embed_dim=24, depth=3,
+                                        num_heads=2, mlp_dim=48, pool="mean", pos_embed="none"))
+    meta = _metadata(export_onnx(other, tmp_path / "other.onnx", classes=["a", "b", "c"]))
+    assert json.loads(meta["classes"]) == ["a", "b", "c"] and json.loads(meta["image_size"]) == [48, 48]
+    assert (meta["pooling"], meta["pos_embed"], json.loads(meta["num_prefix_tokens"])) == ("mean", "none", 0)
+    assert json.loads(meta["input_norm"]) is None and json.loads(meta["num_layers"]) == 3
+
+
+def test_class_names_default_and_bad_ones_are_named():
+    assert class_names(4) == list(CLASS_NAMES) and class_names(3) == ["class 0", "class 1", "class 2"]
+    with pytest.raises(ValueError, match=r"need 3 distinct.*\['a', 'a', 'b'\]"):
+        class_names(3, ["a", "a", "b"])
+    with pytest.raises(ValueError, match=r"need 2 .*\['a', 'b', 'c'\]"):
+        class_names(2, ["a", "b", "c"])

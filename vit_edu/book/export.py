@@ -7,7 +7,11 @@ One graph, four outputs for a batch of ``(B, C, H, W)`` images in [0, 1]:
 - ``pooled`` ``(L, B, D)``: after each block, the token the head reads (the CLS token, or the mean of the tokens);
 - ``lens_logits`` ``(L, B, K)``: :func:`vit_edu.explain.logit_lens`, the final LayerNorm and head applied to it.
 
+The file describes itself: its ``metadata_props`` (:func:`describe`) hold the class names, image and patch size,
+channels, layers, heads, pooling and input normalisation, so the page can open any model the package trains.
+
     python -m vit_edu.book.export --out shapes_vit.onnx --examples examples.json --reference reference.json
+    python -m vit_edu.book.export --checkpoint mine.pt --out mine.onnx [--classes cat,dog,...]
 """
 
 from __future__ import annotations
@@ -27,6 +31,32 @@ from vit_edu.training import CHECKPOINTS, load_checkpoint
 
 OUTPUTS = ("logits", "attentions", "pooled", "lens_logits")
 OPSET = 18
+FORMAT = "vit_edu.tryit/1"  # the metadata's format and version: the page refuses a file without it
+
+
+def class_names(num_classes: int, given: list[str] | None = None) -> list[str]:
+    """The names the page shows: ``given``, else the shapes task's for a 4-class model, else "class 0", ..."""
+    if given is not None:
+        if len(given) != num_classes or len(set(given)) != len(given) or not all(n.strip() for n in given):
+            raise ValueError(f"need {num_classes} distinct, non-empty class names for this model, got {given}")
+        return list(given)
+    return list(CLASS_NAMES) if num_classes == len(CLASS_NAMES) else [f"class {k}" for k in range(num_classes)]
+
+
+def describe(model: VisionTransformer, classes: list[str] | None = None) -> dict[str, str]:
+    """The ONNX file's ``metadata_props``: what the page needs to draw the model, every value a string."""
+    c = model.config
+    values = {
+        "format": FORMAT,
+        "classes": class_names(c.num_classes, classes),
+        "image_size": list(c.image_size), "patch_size": c.patch_size, "in_channels": c.in_channels,
+        "num_layers": c.depth, "num_heads": c.num_heads, "embed_dim": c.embed_dim,
+        "pooling": c.pool, "num_prefix_tokens": c.num_prefix_tokens, "pos_embed": c.pos_embed,
+        "input_norm": None if c.input_norm is None else list(c.input_norm),  # applied inside the graph
+        "input": "images (B, C, H, W), float32 in [0, 1]",
+        "outputs": list(OUTPUTS),
+    }
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
 
 
 class Explained(nn.Module):
@@ -44,8 +74,10 @@ class Explained(nn.Module):
         return lens[-1], torch.stack(attentions), torch.stack([m.pool(h) for h in hidden]), lens
 
 
-def export_onnx(model: VisionTransformer, path: Path) -> Path:
-    """Write ``model`` (in eval mode) to ``path`` as ONNX with :data:`OUTPUTS` and a dynamic batch size."""
+def export_onnx(model: VisionTransformer, path: Path, classes: list[str] | None = None) -> Path:
+    """Write ``model`` (in eval mode) to ``path`` as ONNX with :data:`OUTPUTS`, a dynamic batch size and its
+    description (:func:`describe`) in the file's metadata."""
+    description = describe(model, classes)
     config = model.config
     example = torch.rand(2, config.in_channels, *config.image_size)  # batch 2: a batch of 1 would be fixed
     was_training = model.training
@@ -58,16 +90,17 @@ def export_onnx(model: VisionTransformer, path: Path) -> Path:
                               opset_version=OPSET, dynamo=True, external_data=False, verbose=False)
     finally:
         model.train(was_training)
-    _compact(path)
+    _compact(path, description)
     return path
 
 
-def _compact(path: Path) -> None:
+def _compact(path: Path, description: dict[str, str]) -> None:
     """Make the file smaller for the web without changing a single output.
 
     Each float32 weight that float16 holds exactly (a checkpoint saved in half precision) is stored as float16,
     with a Cast node that turns it back into float32 when the session loads; weights that float16 would round
-    stay float32. The exporter's per-node debugging metadata (source lines, stack traces) is dropped.
+    stay float32. The exporter's per-node debugging metadata (source lines, stack traces) is dropped; the
+    model's ``description`` becomes the file's own metadata.
     """
     import numpy as np
     import onnx
@@ -88,6 +121,8 @@ def _compact(path: Path) -> None:
         graph.initializer.remove(init)
         graph.initializer.append(numpy_helper.from_array(half, f"{init.name}_fp16"))
         graph.node.insert(0, helper.make_node("Cast", [f"{init.name}_fp16"], [init.name], to=TensorProto.FLOAT))
+    del model.metadata_props[:]
+    onnx.helper.set_model_props(model, description)
     onnx.save(model, str(path))
 
 
@@ -103,19 +138,17 @@ def reference_outputs(model: VisionTransformer, images: torch.Tensor) -> dict[st
 
 
 def examples(model: VisionTransformer, count: int = 8) -> tuple[dict, dict]:
-    """Test images for the page to offer, and PyTorch's outputs for them (the browser test's parity fixture).
+    """Test images for the page to offer (what each shows, not what a model predicts), and the shipped model's
+    PyTorch outputs for them (the browser test's parity fixture).
 
     The images go through 8-bit pixels first, as a canvas holds them, so PyTorch sees what the page sees.
     """
     test = ShapesDataset("test", size=count)
     pixels = test.images.mul(255).round()  # (B, C, H, W), whole numbers 0..255
-    config = model.config
     page = {
-        "classes": list(CLASS_NAMES),
-        "image_size": list(config.image_size), "patch_size": config.patch_size,
-        "num_prefix_tokens": config.num_prefix_tokens,
+        "image_size": list(test.images.shape[-2:]),
         "images": [img.permute(1, 2, 0).to(torch.uint8).flatten().tolist() for img in pixels],  # HWC, RGB
-        "labels": test.labels.tolist(),
+        "shows": [CLASS_NAMES[k] for k in test.labels.tolist()],
     }
     reference = {name: value.tolist() for name, value in reference_outputs(model, pixels / 255).items()}
     return page, reference
@@ -127,10 +160,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", type=Path, required=True, help="the .onnx file to write")
     p.add_argument("--examples", type=Path, help="also write test images for the page, as JSON")
     p.add_argument("--reference", type=Path, help="and PyTorch's outputs for them, as JSON")
+    p.add_argument("--classes", type=lambda s: [n.strip() for n in s.split(",")],
+                   help="the class names, comma-separated (default: the shapes task's for 4 classes, else class 0, ...)")
     args = p.parse_args(argv)
     model, _ = load_checkpoint(args.checkpoint)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    export_onnx(model, args.out)
+    export_onnx(model, args.out, args.classes)
     written = [args.out]
     if args.examples or args.reference:
         for path, data in zip((args.examples, args.reference), examples(model)):

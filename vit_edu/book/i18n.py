@@ -312,8 +312,17 @@ def update(name: str, locale_dir: Path = LOCALE, prune: bool = False) -> Catalog
     catalog.version, catalog.msgid_bugs_address = "1", "the book's issue tracker"
     catalog.last_translator, catalog.language_team = "ViT, hands-on translators", "Chinese (Simplified)"
     before = {(str(m.id), m.context): m.previous_id for m in catalog if m.id}
+    strings = {(str(m.id), m.context): (m.string, m.fuzzy) for m in catalog if m.id and m.string}
     catalog.update(template, no_fuzzy_matching=False, update_header_comment=False)
     for entry in catalog:
+        key = (str(entry.id), entry.context)
+        if key in strings:  # an unchanged message keeps its state (Babel may lend it to a new look-alike, and drop it)
+            entry.string, fuzzy = strings[key]
+            entry.flags.discard("fuzzy")
+            if fuzzy:
+                entry.flags.add("fuzzy")
+            entry.previous_id = before[key] if fuzzy else ()
+            continue
         if not entry.fuzzy:
             continue
         if entry.previous_id and (entry.previous_id[0], entry.context) not in before:

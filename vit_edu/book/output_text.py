@@ -232,15 +232,18 @@ def translate_notebook(nb: nbformat.NotebookNode, table: dict[str, str]) -> None
 
 def translate_raw_html(markdown: str, table: dict[str, str]) -> str:
     """The raw HTML blocks of a Markdown page with their text, labels and interface JSON in Chinese."""
-    def block(m: re.Match) -> str:
-        raw = m.group(1)
-        texts = sorted(set(_html_strings(raw)), key=len, reverse=True)  # longer first: no part of a longer text
-        for text in texts:
+    def markup(part: str) -> str:  # HTML outside scripts: its texts and labels
+        for text in sorted(set(_html_strings(part)), key=len, reverse=True):  # longer first: no part of a longer text
             words = r"\s+".join(re.escape(html.escape(w, quote=False)) for w in text.split())
-            raw = re.sub(rf"(?<=[>\"])(\s*){words}(\s*)(?=[<\"])",
-                         lambda k: k.group(1) + html.escape(translate(text, table), quote=False) + k.group(2), raw)
-        raw = PAGE_TEXT.sub(lambda k: k.group(1) + json.dumps(_json_map(json.loads(k.group(2)), table),
-                                                              ensure_ascii=False, indent=1) + k.group(3), raw)
+            part = re.sub(rf"(?<=[>\"])(\s*){words}(\s*)(?=[<\"])",
+                          lambda k: k.group(1) + html.escape(translate(text, table), quote=False) + k.group(2), part)
+        return part
+
+    def block(m: re.Match) -> str:
+        parts = re.split(r"(<script\b.*?</script>)", m.group(1), flags=re.S)  # odd indices: the scripts
+        raw = "".join(markup(part) if k % 2 == 0 else PAGE_TEXT.sub(
+            lambda j: j.group(1) + json.dumps(_json_map(json.loads(j.group(2)), table), ensure_ascii=False, indent=1)
+            + j.group(3), part) for k, part in enumerate(parts))
         return m.group(0).replace(m.group(1), raw)
 
     return RAW_HTML.sub(block, markdown)
