@@ -23,7 +23,7 @@ def _same_output_but_words(en: dict, zh: dict) -> None:
         english, chinese = (ast.literal_eval(o["data"][output_text.GLUE_TEXT]) for o in (en, zh))
         assert _numbers(chinese) == _numbers(english) and i18n.CJK.search(chinese), (english, chinese)
         return
-    players = [[json.loads(m.group(2).replace("<\\/", "</")) for m in output_text.PLAYER_DATA.finditer(o["data"]["text/html"])]
+    players = [[json.loads(m.group(2)) for m in output_text.PLAYER_DATA.finditer(o["data"]["text/html"])]
                for o in (en, zh)]
     assert len(players[0]) == len(players[1]) == 1
     english, chinese = (p[0] for p in players)

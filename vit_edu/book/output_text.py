@@ -32,6 +32,7 @@ WORDS = re.compile(r"[A-Za-z]{2,}")
 CJK = re.compile(r"[\u3400-\u9fff]")  # a Chinese character (CJK unified ideographs and extension A)
 GLUE_TEXT = "application/papermill.record/text/plain"
 PLAYER_DATA = re.compile(r'(<script type="application/json" class="vit-frames-data">)(.*?)(</script>)', re.S)
+PLAYER_ALT = re.compile(r'(<img class="vit-frames-image" alt=")([^"]*)(")')  # the player's picture description
 # The Try-it page keeps its interface strings in a JSON block of its raw HTML; tryit.js reads them from there.
 PAGE_TEXT = re.compile(r'(<script type="application/json" id="tryit-text">)(.*?)(</script>)', re.S)
 RAW_HTML = re.compile(r"^```\{raw\} html\n(.*?)^```$", re.M | re.S)
@@ -169,7 +170,7 @@ def notebook_texts(nb: nbformat.NotebookNode) -> list[str]:
             page = "".join(output.get("data", {}).get("text/html", ""))
             for m in PLAYER_DATA.finditer(page):
                 found += list(_player_texts(json.loads(m.group(2))))
-                found += [html.unescape(a) for a in re.findall(r'<img class="vit-frames-image" alt="([^"]*)"', page)]
+            found += [html.unescape(m.group(2)) for m in PLAYER_ALT.finditer(page)]
     return found
 
 
@@ -193,10 +194,8 @@ def _player(page: str, tr: Callable[[str], str]) -> str:
     shown: list[tuple[str, str]] = []  # the caption in the player's static HTML, in English and in Chinese
 
     def one(m: re.Match) -> str:
-        data = json.loads(m.group(2).replace("<\\/", "</"))
-        first = 0
-        for size, k in zip(data["sizes"], data["start"]):
-            first = first * size + k
+        data = json.loads(m.group(2))  # its "<\/" is JSON's escape of "</"
+        first = frames.frame_index(data["sizes"], data["start"])
         english = data["frames"][first][1]
         data["titles"] = [tr(t) for t in data["titles"]]
         data["labels"] = [labels if kind == "range" else [tr(v) for v in labels]
@@ -210,8 +209,7 @@ def _player(page: str, tr: Callable[[str], str]) -> str:
     for english, chinese in shown:
         page = page.replace(f'<div class="vit-frames-caption">{english}</div>',
                             f'<div class="vit-frames-caption">{chinese}</div>', 1)
-    page = re.sub(r'(<img class="vit-frames-image" alt=")([^"]*)(")',
-                  lambda m: m.group(1) + html.escape(tr(html.unescape(m.group(2)))) + m.group(3), page)
+    page = PLAYER_ALT.sub(lambda m: m.group(1) + html.escape(tr(html.unescape(m.group(2)))) + m.group(3), page)
     for text in PLAYER_NOTES:
         page = page.replace(text, tr(text))
     return page

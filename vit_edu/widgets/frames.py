@@ -152,6 +152,14 @@ def control_title(name: str) -> str:
     return name.replace("_", " ")
 
 
+def frame_index(sizes: Sequence[int], indices: Sequence[int]) -> int:
+    """The frame shown for one value index per control: mixed radix over the controls, the last one fastest."""
+    index = 0
+    for size, k in zip(sizes, indices):
+        index = index * size + k
+    return index
+
+
 def frame_player(
     render: Callable[..., Frame],
     controls: dict[str, Sequence[Any]],
@@ -192,9 +200,7 @@ def frame_player(
     }
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")  # safe inside <script>
     uid = "vit-frames-" + hashlib.sha1(payload.encode()).hexdigest()[:12]  # deterministic: nbval-friendly
-    first = 0
-    for i, k in enumerate(start_index):
-        first = first * data["sizes"][i] + k
+    first = frame_index(data["sizes"], start_index)
     page = (
         f'<div class="vit-frames" id="{uid}">'
         f"<style>{_STYLE}</style>"

@@ -79,11 +79,11 @@
   }
 
   function inputTensor(pix = pixels, m = meta) {  // (1, C, H, W) floats in [0, 1]: RGB, or their mean for 1 channel
-    const [h, w] = m.image_size, channels = m.in_channels, pixels = pix;
+    const [h, w] = m.image_size, channels = m.in_channels;
     const data = new Float32Array(channels * h * w);
     for (let i = 0; i < h * w; i++) {
-      if (channels === 3) for (let c = 0; c < 3; c++) data[c * h * w + i] = pixels[4 * i + c] / 255;
-      else data[i] = (pixels[4 * i] + pixels[4 * i + 1] + pixels[4 * i + 2]) / 765;
+      if (channels === 3) for (let c = 0; c < 3; c++) data[c * h * w + i] = pix[4 * i + c] / 255;
+      else data[i] = (pix[4 * i] + pix[4 * i + 1] + pix[4 * i + 2]) / 765;
     }
     return new ort.Tensor("float32", data, [1, channels, h, w]);
   }
