@@ -154,6 +154,7 @@ checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.patch_size --seeds 0 1 2 --out vit_edu/checkpoints/patch_size.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.init_schemes --seeds 0 1 2 3 4 --out vit_edu/checkpoints/init_schemes.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.spurious --seeds 0 1 2 --out vit_edu/checkpoints/spurious_cue.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.explain.ablation --seeds 0 1 2 --out vit_edu/checkpoints/block_ablation.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.attention_cost --out vit_edu/checkpoints/attention_cost.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.data_efficiency --seeds 0 1 2 --out vit_edu/checkpoints/data_efficiency.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.distill_bench --seeds 0 1 2 --out vit_edu/checkpoints/distill_bench.json

@@ -1,21 +1,28 @@
-"""Reading a trained ViT (chapters 10 and 11): CLS attention, attention rollout, occlusion, localisation scores,
-attention distance, position similarity, the logit lens.
+"""Reading a trained ViT: CLS attention, attention rollout, occlusion, localisation scores, attention distance,
+position similarity, the logit lens (chapters 10 and 11); the learned patch-embedding filters (chapter 3), block
+ablations (chapter 7).
 
 These are measurements, not explanations. Attention weights say how tokens are mixed inside one layer; what the
 model does with the mixture (values, MLPs, residual paths) is not in them. The localisation score and occlusion
 sensitivity turn "the map looks right" into numbers that can be compared with a baseline.
 """
 
+from vit_edu.explain.ablation import ablation_accuracies, drop_updates
 from vit_edu.explain.attention_maps import HEAD_FUSIONS, attention_rollout, cls_attention, fuse_heads
 from vit_edu.explain.distances import mean_attention_distance, patch_distances, position_similarity
+from vit_edu.explain.filters import embedding_components, grey_share, spatial_roughness
 from vit_edu.explain.localisation import localisation_score, object_fraction, occlusion_sensitivity
 from vit_edu.explain.logit_lens import logit_lens
 
 __all__ = [
     "HEAD_FUSIONS",
+    "ablation_accuracies",
     "attention_rollout",
     "cls_attention",
+    "drop_updates",
+    "embedding_components",
     "fuse_heads",
+    "grey_share",
     "localisation_score",
     "logit_lens",
     "mean_attention_distance",
@@ -23,4 +30,5 @@ __all__ = [
     "occlusion_sensitivity",
     "patch_distances",
     "position_similarity",
+    "spatial_roughness",
 ]
