@@ -149,6 +149,8 @@ checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json
 	$(PY) -m vit_edu.training.bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
+	@# After shapes_vit.pt and vit_vs_cnn.json: seed 0's ViT is the checkpoint; each CNN gets the benchmark's steps.
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.priors --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn_priors.json
 	@# After shapes_vit.pt: fine-tuning starts from it, and the ablation's seed 0 is it.
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.finetune --seeds 0 1 2 --out vit_edu/checkpoints/finetune.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.patch_size --seeds 0 1 2 --out vit_edu/checkpoints/patch_size.json

@@ -1,4 +1,4 @@
-"""Regularisation measured on the shapes task: none, crop + flip, label smoothing, CutMix, DropPath, over seeds.
+"""Regularisation measured on the shapes task: none, crop + flip, label smoothing, CutMix, DropPath, dropout, over seeds.
 
 ``python -m vit_edu.training.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json`` trains the
 ``shapes-vit`` preset on a small training set once per arm and seed, long enough for the arm without regularisation
@@ -24,6 +24,7 @@ ARMS: dict[str, dict] = {
     "label smoothing 0.1": {"label_smoothing": 0.1},
     "CutMix": {"mix": "cutmix"},
     "DropPath 0.1": {"drop_path_rate": 0.1},
+    "dropout 0.1": {"dropout": 0.1},  # the ViT paper's regulariser: after the embedding, attention and MLP
 }
 BUDGET: dict[str, int] = {"steps": 1200, "train_size": 2000, "eval_every": 1200, "warmup_steps": 60}
 
