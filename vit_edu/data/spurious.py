@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+from matplotlib.colors import rgb_to_hsv
 
 from vit_edu.data.shapes import _NOISE, CLASS_NAMES, make_shapes
 
@@ -117,8 +118,4 @@ def background_hue(images: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
                          f"{tuple(images.shape)} and {tuple(masks.shape)}")
     outside = (~masks)[:, None].float()  # (n, 1, H, W)
     mean = (images * outside).sum((2, 3)) / outside.sum((2, 3)).clamp(min=1)  # (n, 3)
-    r, g, b = mean.unbind(-1)
-    top, spread = mean.amax(-1), (mean.amax(-1) - mean.amin(-1)).clamp(min=1e-8)
-    sector = torch.where(top == r, ((g - b) / spread) % 6,
-                         torch.where(top == g, (b - r) / spread + 2, (r - g) / spread + 4))  # HSV's hexagon
-    return (sector / 6) % 1.0
+    return torch.from_numpy(rgb_to_hsv(mean.clamp(0, 1).numpy())[:, 0])  # (n,)

@@ -9,14 +9,12 @@ pixel is invented; what leaves one side re-enters on the other.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from vit_edu._checks import check_ndim
-
-FeatureFn = Callable[[torch.Tensor], list[torch.Tensor]]  # (B, C, H, W) images -> feature maps L × (B, D, h, w)
+from vit_edu.explain.receptive_field import FeatureFn
 
 
 def shift_images(images: torch.Tensor, pixels: int) -> torch.Tensor:

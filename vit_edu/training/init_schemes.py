@@ -81,9 +81,7 @@ def reinit(model: VisionTransformer, scheme: str) -> VisionTransformer:
                 _trunc_normal_(module.weight)
                 if module.bias is not None:
                     module.bias.zero_()
-            elif isinstance(module, nn.Conv2d):
-                module.reset_parameters()
-            elif isinstance(module, nn.LayerNorm):
+            elif isinstance(module, (nn.Conv2d, nn.LayerNorm)):
                 module.reset_parameters()
         if model.cls_token is not None:
             _trunc_normal_(model.cls_token)
