@@ -3,7 +3,7 @@
 import pytest
 from scipy import stats
 
-from vit_edu.stats import paired_difference
+from vit_edu.stats import mean_range, paired_difference
 
 
 def test_interval_matches_scipy_one_sample_t_on_the_differences():
@@ -34,6 +34,13 @@ def test_identical_differences_give_a_point_interval():
 def test_format_uses_scale_unit_and_minus_sign():
     text = paired_difference([0.5, 0.5, 0.5], [0.49, 0.50, 0.48]).format(scale=100, unit=" points")
     assert text.startswith("−1.0 points (95% CI") and text.endswith("3 seeds)")
+
+
+def test_mean_range_gives_the_mean_then_the_lowest_and_highest():
+    assert mean_range([0.723, 0.92, 0.82], scale=100, unit="%") == "82.1% (72.3–92.0)"
+    assert mean_range([0.49, 0.53], digits=2) == "0.51 (0.49–0.53)"
+    with pytest.raises(ValueError, match="got none"):
+        mean_range([])
 
 
 @pytest.mark.parametrize(

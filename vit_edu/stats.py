@@ -1,4 +1,5 @@
-"""Paired comparisons of two arms run on the same seeds: the mean per-seed difference and its t interval.
+"""Paired comparisons of two arms run on the same seeds: the mean per-seed difference and its t interval; and how
+the chapters write one arm's values over seeds, mean (lowest–highest).
 
 Two arms trained with the same seeds share their data order and initialisation, so their per-seed differences
 vary far less than either arm does; overlapping ±1σ bars of the two arms say little about the difference.
@@ -53,3 +54,12 @@ def paired_difference(a: Sequence[float], b: Sequence[float], confidence: float 
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
     half = float(stats.t.ppf((1 + confidence) / 2, df=n - 1)) * sd / math.sqrt(n)
     return PairedDifference(mean, mean - half, mean + half, n, confidence, tuple(diffs))
+
+
+def mean_range(values: Sequence[float], scale: float = 1.0, digits: int = 1, unit: str = "") -> str:
+    """E.g. ``82.1% (72.3–92.0)`` with ``scale=100, unit="%"``: one arm's mean over seeds, then its lowest and highest."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("mean_range needs at least one value, got none")
+    mean, low, high = (f"{scale * v:.{digits}f}" for v in (sum(values) / len(values), min(values), max(values)))
+    return f"{mean}{unit} ({low}–{high})"
