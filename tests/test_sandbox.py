@@ -1,9 +1,11 @@
 """The homework sandbox confines untrusted code, also under a root grader.
 
 Each attack of a student graded by a root grader is replayed here (remounting a read-only folder, an immutable file,
-memory spread over processes or kept in /dev/shm and memfd files, disk, a fork bomb, an endless loop, endless
-output, the network, the package source), each next to its honest twin, which must work. Without bwrap the module
-is skipped, except under CI, where the first test fails with the reason.
+memory spread over processes or kept in /dev/shm, memfd files, SysV shared memory or socket buffers, disk, a fork
+bomb, an endless loop, endless output, the network, the package source, the checkout's hidden data), each next to its
+honest twin, which must work. The memory attacks run twice: bounded by the kernel (a cgroup, where this machine has a
+writable one) and by the polling monitor alone (cgroups off). Without bwrap the module is skipped, except under CI,
+where the first test fails with the reason.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import os
 import shutil
 import socket
 import sys
+import sysconfig
+import tempfile
 import textwrap
 import threading
 import time
@@ -21,7 +25,8 @@ from pathlib import Path
 import pytest
 
 import vit_edu
-from vit_edu.homework.sandbox import HOME, SandboxLimits, SandboxResult, run, sandbox_problem
+from vit_edu.homework import sandbox
+from vit_edu.homework.sandbox import HOME, SandboxLimits, SandboxResult, memory_accounting, probe, run, sandbox_problem
 
 PROBLEM = sandbox_problem()
 if PROBLEM and not os.environ.get("CI"):
@@ -29,7 +34,10 @@ if PROBLEM and not os.environ.get("CI"):
 
 MB = 1024**2
 PACKAGE = Path(vit_edu.__file__).resolve().parent
+SITE = Path(sysconfig.get_paths()["purelib"])  # the virtual environment's site-packages
+ROOT = os.geteuid() == 0
 SMALL = SandboxLimits(seconds=60, memory_mb=1500, processes=32, disk_mb=64, output_mb=4)
+GIB = SandboxLimits(seconds=60, memory_mb=1024, processes=32, disk_mb=64, output_mb=4)
 
 
 def python(code: str, *args: str, **kwargs) -> SandboxResult:
@@ -331,3 +339,285 @@ def test_plain_runs_leave_no_folder_behind():
                     files={"in.txt": b"x"})
     (cwd,) = lines(result)
     assert cwd != HOME and not Path(cwd).exists()
+
+
+def test_memory_accounting_names_what_bounds_memory_here():
+    accounting = memory_accounting()
+    assert accounting in ("cgroup v2", "cgroup v1 (kernel memory and TCP buffers charged)") or \
+        accounting.startswith("polling monitor; "), accounting
+
+
+# ---------------------------------------------------------------- what it sees
+
+
+def world_readable_folder(parent: str = "/tmp") -> Path:
+    """A new folder in ``parent`` that every user may read (pytest's tmp_path is 0700), removed by the caller."""
+    folder = Path(tempfile.mkdtemp(prefix="vit-edu-sandbox-test-", dir=parent))
+    folder.chmod(0o755)
+    return folder
+
+
+def test_only_an_allow_list_of_the_system_is_visible():
+    out = lines(python("""
+        import os
+        for path in ("/usr/share", "/usr/local/src", "/usr/include", "/etc/shadow", "/etc/passwd", "/var", "/opt",
+                     "/srv", "/root/.bashrc", "/home/grader/.."):
+            print(path, sorted(os.listdir(path)) if os.path.isdir(path) else os.path.exists(path))
+        print(*sorted(os.listdir("/etc")))
+    """))
+    hidden = dict(line.rsplit(" ", 1) for line in out[:-2])
+    assert all(seen == "False" for seen in hidden.values()), hidden
+    assert out[-2] == "/home/grader/.. ['grader']"
+    assert set(out[-1].split()) <= {*sandbox.ETC}, out[-1]
+
+
+def test_a_checkout_inside_an_allowed_folder_is_masked(monkeypatch):
+    # As if the checkout lay in an allowed system folder (/usr/local/lib/...): its hidden _build/ must not show, its
+    # virtual environment and the caller's bind of a stripped package inside it must.
+    outer = world_readable_folder("/var/tmp")  # (not /tmp, which the sandbox's own tmpfs covers)
+    try:
+        checkout = outer / "course"
+        for name, text in (("_build/answers.json", "secret"), (".venv/marker", "venv"), ("vit_edu/x.py", "real"),
+                           ("pyproject.toml", "")):
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+            (checkout / name).write_text(text)
+            (checkout / name).chmod(0o644)
+        (outer / "stripped").mkdir(mode=0o755)
+        (outer / "stripped" / "x.py").write_text("stripped")
+        (outer / "stripped" / "x.py").chmod(0o644)
+        monkeypatch.setattr(sandbox, "SYSTEM", (*sandbox.SYSTEM, str(outer)))
+        monkeypatch.setattr(sandbox, "_checkout", lambda: str(checkout))
+        monkeypatch.setattr(sys, "prefix", str(checkout / ".venv"))  # (the real one is no longer bound: use sh)
+        script = f"""
+            cd {checkout}; ls -A; stat -c %a .
+            cat .venv/marker; echo; cat vit_edu/x.py; echo; cat {outer}/stripped/x.py; echo
+            cat _build/answers.json 2>/dev/null || echo unreadable
+            touch new 2>/dev/null || echo read-only
+        """
+        result = run(["/bin/sh", "-c", textwrap.dedent(script)], readonly=[(outer / "stripped", checkout / "vit_edu")],
+                     limits=SMALL)
+        assert lines(result) == [".venv", "vit_edu", "755", "venv", "stripped", "stripped", "unreadable", "read-only"]
+    finally:
+        shutil.rmtree(outer)
+
+
+def test_a_checkout_under_tmp_is_readable_by_the_sandboxed_uid():
+    # /tmp is a tmpfs in the sandbox: bwrap would make /tmp/<clone> 0700 and the dedicated uid could import nothing.
+    clone = world_readable_folder()
+    try:
+        package = clone / "deep" / "pkg"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("VALUE = 42\n")
+        for path in (clone / "deep", package, package / "__init__.py"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        code = """
+            import os, sys
+            sys.path.insert(0, sys.argv[1])
+            import pkg
+            print(pkg.VALUE, oct(os.stat(sys.argv[2]).st_mode))
+        """
+        assert lines(python(code, str(package.parent), str(clone), readonly=[(package, package)])) == ["42 0o40755"]
+    finally:
+        shutil.rmtree(clone)
+
+
+def test_hide_makes_a_package_and_a_file_look_empty(tmp_path):
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "answers.py").write_text("ANSWER = 42\n")
+    probe_code = """
+        import os, sys
+        print(os.listdir(sys.argv[1]))
+        try:
+            from einops import rearrange
+            print("imported")
+        except ImportError:
+            print("ImportError")
+        print(repr(open(sys.argv[2]).read()))
+    """
+    args = (str(SITE / "einops"), f"{PACKAGE}/answers.py")
+    seen = lines(python(probe_code, *args, readonly=[(copy, PACKAGE)]))
+    assert seen[1:] == ["imported", "'ANSWER = 42\\n'"]
+    hidden = lines(python(probe_code, *args, readonly=[(copy, PACKAGE)], hide=[SITE / "einops", copy / "answers.py"]))
+    assert hidden == ["[]", "ImportError", "''"]
+
+
+def test_probe_fails_closed(tmp_path):
+    secret = tmp_path / "secret"
+    secret.mkdir(mode=0o755)
+    (secret / "answers.json").write_text("{}")
+    (secret / "answers.json").chmod(0o644)
+    checkout = PACKAGE.parent
+    assert probe([secret, secret / "answers.json", checkout / "_build", checkout / "pyproject.toml"]) is None
+    readable = probe([checkout / "_build", secret / "answers.json"], readonly=[(PACKAGE, PACKAGE), (secret, secret)])
+    assert readable == f"readable inside the sandbox: {secret / 'answers.json'}"
+    broken = probe([], readonly=())  # vit_edu is not bound: it cannot be imported
+    assert broken is not None and "vit_edu" in broken
+    if ROOT:  # the unprivileged mode: file modes decide
+        fd, private = tempfile.mkstemp(dir="/tmp")  # 0600, root's
+        os.write(fd, b"secret")
+        os.close(fd)
+        try:
+            assert probe([Path(private)], sandboxed=False) is None
+            os.chmod(private, 0o644)
+            assert probe([Path(private)], sandboxed=False) == f"readable inside the sandbox: {private}"
+        finally:
+            os.unlink(private)
+
+
+# ---------------------------------------------------------------- memory the kernel holds
+
+
+@pytest.fixture(params=["kernel", "monitor"])
+def accounting(request, monkeypatch) -> str:
+    """What bounds memory: a cgroup, where this machine has one (else the monitor), or the monitor with cgroups off."""
+    if request.param == "monitor":
+        for cgroup in (sandbox._Cgroup1, sandbox._Cgroup2):
+            monkeypatch.setattr(cgroup, "create", classmethod(lambda cls, limits, overhead: None))
+    return memory_accounting()
+
+
+SYSV = """
+    import ctypes, sys, time
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+    libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    libc.shmat.restype = ctypes.c_void_p
+    size = int(sys.argv[1]) * 2**20
+    for name in ("shmmax", "shmall", "shmmni"):  # first, try to lift its namespace's limits (read-only: no effect)
+        try:
+            with open(f"/proc/sys/kernel/{name}", "w") as f:
+                f.write(str(2**40))
+        except OSError:
+            pass
+    shmid = libc.shmget(0, size, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
+    if shmid < 0:
+        print("refused", flush=True)
+        sys.exit()
+    for offset in range(0, size, 2**24):  # attach, touch 16 MB, detach: nothing stays mapped
+        address = libc.shmat(shmid, None, 0)
+        ctypes.memset(address + offset, 1, 2**24)
+        libc.shmdt(ctypes.c_void_p(address))
+    print("held", flush=True)
+    time.sleep(2)
+"""
+
+
+@pytest.mark.parametrize("sandboxed", [True, False], ids=["sandboxed", "plain"])
+def test_sysv_shared_memory_is_refused(sandboxed, accounting):
+    if not sandboxed and not ROOT:
+        pytest.skip("sandboxed=False under a grader that is not root is for trusted work")
+    result = python(SYSV, "2048", limits=GIB, sandboxed=sandboxed)
+    assert lines(result) == ["refused"]  # its IPC namespace has no SysV shared memory at all
+
+
+@pytest.mark.skipif(not ROOT, reason="the dedicated uid's SysV segments are counted under a root grader only")
+def test_without_an_ipc_namespace_sysv_shared_memory_is_counted_and_removed(accounting, monkeypatch):
+    # A container that refuses unshare: the segments live in the host's IPC namespace, charged to the cgroup or
+    # counted by uid by the monitor, and removed after.
+    monkeypatch.setattr(sandbox, "_own_ipc_works", lambda: False)
+    honest = python(SYSV, "256", limits=GIB, sandboxed=False)
+    assert lines(honest) == ["held"]
+    hog = python(SYSV, "2048", limits=GIB, sandboxed=False)
+    assert hog.killed == "memory" and hog.stdout == b""
+    segments = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    assert not [row for row in segments if str(hog.uid) in row.split()[7:10]]
+
+
+SOCKETS = """
+    import errno, os, socket, sys, time
+    processes, pairs, size, kind = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    for _ in range(processes - 1):
+        if os.fork() == 0:
+            break
+    held, queued, why = [], 0, "done"
+    try:
+        for _ in range(pairs):
+            if kind == "unix":
+                a, b = socket.socketpair()
+            else:
+                with socket.socket() as server:  # its private loopback
+                    server.bind(("127.0.0.1", 0))
+                    server.listen()
+                    a, b = socket.create_connection(server.getsockname()), server.accept()[0]
+            held.append((a, b))
+            a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+            b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, size)
+            a.setblocking(False)
+            try:
+                while True:  # nobody reads: it stays in the kernel's buffers
+                    queued += a.send(b"x" * 65536)
+            except BlockingIOError:
+                pass
+    except OSError as e:
+        why = errno.errorcode.get(e.errno, str(e))
+    print(len(held), queued // 2**20, why, flush=True)
+    time.sleep(2)
+"""
+
+
+def queued_mb(result: SandboxResult) -> int:
+    """The megabytes its processes left unread in socket buffers, by their own count."""
+    return sum(int(line.split()[1]) for line in lines(result))
+
+
+@pytest.mark.parametrize("kind", ["unix", "tcp"])
+def test_socket_buffers_of_one_process_stay_bounded(kind, accounting):
+    result = python(SOCKETS, "1", "2000", "200000", kind, limits=GIB)  # 2,000 pairs x 200 KB unread: 400 MB
+    if result.killed:
+        assert result.killed == "memory"
+    else:
+        pairs, queued, why = lines(result)[0].split()
+        assert why == "EMFILE" and int(pairs) < sandbox.NOFILE // 2 and int(queued) < 100
+
+
+@pytest.mark.parametrize("kind", ["unix", "tcp"])
+def test_socket_buffers_of_many_processes_cannot_exceed_the_limit(kind, accounting):
+    # 8 processes x 120 sockets with 4 MB buffers: several GB of unread data if nothing counted it.
+    if accounting.startswith("polling") and not ROOT:
+        pytest.skip("without a cgroup, a grader that is not root bounds socket buffers per process only (NOFILE)")
+    result = python(SOCKETS, "8", "120", "4000000", kind, limits=GIB)
+    assert result.killed == "memory" or queued_mb(result) < GIB.memory_mb, (result.killed, result.stdout)
+    if accounting.startswith("cgroup"):  # the kernel's own count: never past the limit
+        assert result.peak_mb <= GIB.memory_mb
+    if accounting.startswith("cgroup") and kind == "unix":  # AF_UNIX buffers are kernel memory, charged as such
+        assert result.killed == "memory" and result.peak_mb > GIB.memory_mb / 2
+
+
+# ---------------------------------------------------------------- without bwrap, under a root grader
+
+
+@pytest.mark.skipif(not ROOT, reason="the unprivileged mode without bwrap is a root grader's")
+def test_without_bwrap_a_root_grader_runs_it_as_a_dedicated_uid_in_a_private_folder():
+    fd, private = tempfile.mkstemp(dir="/tmp")  # 0600, root's, in a folder every user can cross
+    os.write(fd, b"secret")
+    os.close(fd)
+    try:
+        result = python("""
+            import os, stat, sys
+            print(os.getuid(), os.getgid(), os.getgroups())
+            for folder in (".", ".."):
+                st = os.stat(folder)
+                print(oct(stat.S_IMODE(st.st_mode)), st.st_uid)
+            print(open("data/question.txt").read())
+            try:
+                open(sys.argv[1]).read()
+                print("read the root file")
+            except PermissionError:
+                print("denied")
+            status = dict(line.split(":\t") for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
+            print(*(int(status[caps], 16) for caps in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")),
+                  status["NoNewPrivs"])
+            with open(f"/tmp/vit-edu-leftover-{os.getpid()}", "w") as f:
+                f.write("x")
+            print(os.getcwd())
+        """, private, sandboxed=False, files={"data/question.txt": b"from a file"})
+    finally:
+        os.unlink(private)
+    uid = result.uid
+    out = lines(result)
+    assert uid is not None and uid != 0
+    assert out[:6] == [f"{uid} {uid} []", f"0o700 {uid}", "0o711 0", "from a file", "denied", "0 0 0 0 0 1"]
+    assert not Path(out[6]).exists() and not Path(out[6]).parent.exists()
+    assert not [p for p in Path("/tmp").glob("vit-edu-leftover-*") if p.lstat().st_uid == uid]
+    assert_left_nothing(result)

@@ -1,9 +1,14 @@
 """Run one untrusted command in a bubblewrap (``bwrap``) sandbox and return what it printed.
 
-What the command sees: the system (``/usr``, ``/etc``, ...), the Python installation and the virtual environment,
-read-only, plus the caller's ``readonly`` binds (never the repository). Its home (the working folder), ``/tmp`` and
-``/dev/shm`` are sized tmpfs mounts: nothing it writes reaches the host, and all of it vanishes with the sandbox.
-It has no network (a private loopback only), its own PID, IPC and UTS namespaces, and dies with the caller.
+What the command sees, read-only: an allow-list of the system (``/usr/bin``, ``/usr/sbin``, ``/usr/lib*``,
+``/usr/libexec``, ``/usr/local/bin``, ``/usr/local/lib``, the merged-usr links ``/bin``, ``/lib``..., and a few files of
+``/etc``), the Python installation (its ``bin`` and ``lib``), the virtual environment, and the caller's ``readonly``
+binds. Never the repository checkout (its ``_build/`` holds the grader's hidden data): where an allowed folder holds
+it, an empty tmpfs masks it and only the virtual environment and the caller's binds inside it are bound again.
+``hide`` makes more host paths look empty (a package a question must do without). Every folder above a bind is made
+with mode 0755 (bwrap's own are 0700, which the sandbox's uid could not cross). Its home (the working folder),
+``/tmp`` and ``/dev/shm`` are sized tmpfs mounts: nothing it writes reaches the host, and all of it vanishes with the
+sandbox. It has no network (a private loopback only), its own PID, IPC and UTS namespaces, and dies with the caller.
 Results come back on stdout only.
 
 Unprivileged, also under a root grader: bwrap (as root, no user namespace) does the mounts, then ``setpriv`` starts
@@ -17,29 +22,52 @@ What bounds what, for the sandbox as a whole:
 - output: stdout is read up to ``output_mb``; past that the sandbox is killed;
 - disk: every writable place is a tmpfs with a ``--size`` (home half of ``disk_mb``, ``/tmp`` and ``/dev/shm`` a
   quarter each); RLIMIT_FSIZE caps any one file;
+- always: its own IPC namespace with no SysV shared memory, message queues or semaphores (``kernel.shm*``,
+  ``msgmni`` and ``sem`` 0 there; made by ``unshare``, as root or in a user namespace of its own), RLIMIT_MSGQUEUE
+  0, RLIMIT_NOFILE ``NOFILE`` per process; and RLIMIT_AS per process (``memory_mb`` plus ``UNTOUCHED_MB`` that
+  PyTorch maps but never touches), RLIMIT_CORE 0;
 - memory and processes, where a cgroup v2 with the memory and pids controllers is writable: a child cgroup with
-  ``memory.max`` (which charges tmpfs, memfd and SysV shared memory too), ``memory.swap.max`` 0 and ``pids.max``;
-- elsewhere (cgroup v1 machines, most containers): a monitor thread polls, every ``POLL`` seconds, the resident
-  memory of every process of the sandbox plus the bytes held in its tmpfs mounts and in memfd files, and kills the
-  sandbox past ``memory_mb`` or past ``processes`` tasks. RLIMIT_NPROC bounds the processes between two polls (the
+  ``memory.max`` (which charges tmpfs, memfd, kernel memory and socket buffers), ``memory.swap.max`` 0 and
+  ``pids.max``;
+- else where the cgroup v1 memory controller is writable: a child of our memory cgroup with
+  ``memory.limit_in_bytes`` (tmpfs, memfd, SysV shared memory, kernel memory such as slab and AF_UNIX socket buffers
+  are charged to it) and swap none, plus ``memory.kmem.tcp.limit_in_bytes`` (v1 charges TCP and UDP buffers only
+  once it is set, and apart): the two add up to ``memory_mb``, the TCP part an eighth of it, at most ``TCP_MB``.
+  A child of the v1 pids controller holds ``pids.max`` where that is writable, else the monitor counts tasks;
+- elsewhere a monitor thread polls, every ``POLL`` seconds, the resident memory of every process of the sandbox plus
+  the bytes held in its tmpfs mounts, in memfd files, in SysV segments of its uid and, under a root grader, in its
+  socket buffers (AF_UNIX, TCP, UDP: the kernel's count through sock_diag, for every socket of the sandbox's network
+  namespace, or of its uid without one), and kills the sandbox past ``memory_mb`` (an overshoot of what it can
+  allocate in ``POLL`` seconds) or past ``processes`` tasks. RLIMIT_NPROC bounds the processes between two polls (the
   dedicated uid's count under root, the caller's current count plus ``processes`` otherwise). Not counted there:
-  SysV shared memory that no process has mapped, and kernel memory.
-- each process: RLIMIT_AS (``memory_mb`` plus ``UNTOUCHED_MB`` that PyTorch maps but never touches), RLIMIT_CORE 0.
+  other kernel memory (slab, page tables), and, under a grader that is not root, socket buffers, bounded only per
+  process (``NOFILE`` descriptors, each holding up to twice ``net.core.wmem_max`` or ``rmem_max``).
 
-``sandboxed=False`` runs the command as a plain process in a temporary folder, for machines without bwrap (trusted
-work only): the limits and the monitor still apply, but the disk only per file, and the ``readonly`` binds not.
+``sandboxed=False`` is for machines where bwrap cannot start (a container such as Gradescope's). Under a root grader
+the command still runs as a dedicated uid through ``setpriv`` (no capabilities, empty bounding set,
+``no_new_privs``, no groups), in a private working folder (mode 0700, its own, under a root-owned 0711 one), with the
+same rlimits, cgroup or monitor and IPC namespace where they can be had: it reads what file modes let any user read
+(never a root file of mode 0600), sees the host's network, ``/tmp`` and processes, and writes outside its folder
+only per file; the ``readonly`` binds and ``hide`` do not apply, and what its uid left in ``/tmp``, ``/var/tmp``,
+``/dev/shm`` and SysV shared memory is removed after it. Under a grader that is not root it runs as the grader's own
+uid in a temporary folder, with the rlimits and the cgroup or monitor but the grader's IPC namespace (trusted work
+only).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
+import functools
 import grp
 import os
 import pwd
 import selectors
 import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -54,8 +82,18 @@ UIDS = range(64000, 64100)  # the dedicated uids of a root grader's sandboxes, o
 LOCKS = Path("/run/vit_edu-sandbox")  # a root grader's lock per dedicated uid in use
 POLL = 0.05  # seconds between two measurements of the sandbox
 UNTOUCHED_MB = 4096  # address space each process may map beyond memory_mb (PyTorch maps ~3.5 GB it never touches)
+NOFILE = 256  # open files per process: bounds its socket buffers where no cgroup counts them
+TCP_MB = 256  # most of memory_mb a cgroup v1 sets apart for TCP and UDP buffers (an eighth below 2 GB)
 STDERR_TAIL = 8192  # bytes of stderr kept
-SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32", "/usr/libexec",
+          "/usr/local/bin", "/usr/local/lib")  # the system folders a sandbox sees (never /usr/local/src, /usr/share)
+ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # merged-usr links (or folders, elsewhere)
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf", "hosts",
+       "fonts")  # fonts: matplotlib runs fc-list, which complains on stderr without its configuration
+IPC_OFF = {"shmmax": "0", "shmall": "0", "shmmni": "0", "msgmni": "0", "sem": "0 0 0 0"}  # kernel.* in its namespace
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")  # the host's shared writable places (sandboxed=False under root)
+PACKAGE = Path(__file__).resolve().parents[1]  # vit_edu
+NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, CLONE_NEWNET = 4, 20, 0x40000000
 MB = 1024**2
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -105,34 +143,90 @@ def sandbox_problem() -> str | None:
     return None
 
 
+def memory_accounting() -> str:
+    """What bounds a sandbox's memory on this machine, in words (for the README and the grader's log)."""
+    cgroup = _Cgroup2.create(SandboxLimits(), 0) or _Cgroup1.create(SandboxLimits(), 0)
+    if cgroup is not None:
+        cgroup.remove()
+        return cgroup.kind
+    shm = ("SysV shm disabled" if _own_ipc_works() else
+           "SysV shm of its uid counted" if os.geteuid() == 0 else "SysV shm not bounded")
+    sockets = "socket buffers counted (sock_diag)" if os.geteuid() == 0 else "socket buffers bounded per process"
+    return f"polling monitor; {shm}, {sockets}, nofile {NOFILE}"
+
+
+PROBE = """
+import os, sys
+import torch, vit_edu
+for path in sys.argv[1:]:
+    try:
+        if os.path.isdir(path):
+            seen = bool(os.listdir(path))
+        else:
+            with open(path, "rb") as f:
+                seen = bool(f.read(1))
+    except OSError:
+        seen = False
+    print(int(seen))
+"""
+
+
+def probe(must_not_read: Sequence[Path], readonly: Sequence[tuple[Path, Path]] = ((PACKAGE, PACKAGE),),
+          hide: Sequence[Path] = (), sandboxed: bool = True, files: dict[str, bytes] | None = None,
+          env: dict[str, str] | None = None) -> str | None:
+    """Start one sandbox as a question's is started (the same binds, files and environment), import torch and
+    vit_edu in it and try to read each path of ``must_not_read`` (a byte of a file, an entry of a folder): None when
+    both imported and nothing could be read, else what went wrong, in a line. A grader calls it before grading, and
+    does not grade when it fails."""
+    paths = [str(path) for path in must_not_read]
+    result = run([sys.executable, "-c", PROBE, *paths], readonly=readonly, hide=hide, sandboxed=sandboxed,
+                 files=files, env=env, limits=SandboxLimits(seconds=300))
+    seen = result.stdout.decode(errors="replace").split()
+    if result.killed or result.returncode != 0 or len(seen) != len(paths):
+        why = result.killed or f"exit status {result.returncode}"
+        last = (result.stderr.strip().splitlines() or [""])[-1]
+        return f"the probe's sandbox failed ({why}): {last}"
+    if readable := [path for path, bit in zip(paths, seen) if bit != "0"]:
+        return f"readable inside the sandbox: {', '.join(readable)}"
+    return None
+
+
 def run(argv: list[str], *, stdin: bytes = b"", files: dict[str, bytes] | None = None,
-        readonly: Sequence[tuple[Path, Path]] = (), limits: SandboxLimits = SandboxLimits(),
-        sandboxed: bool = True, env: dict[str, str] | None = None) -> SandboxResult:
-    """Run ``argv`` in a sandbox within ``limits``, with ``files`` (names relative to its home) and ``readonly``
-    (host source, sandbox destination) binds, and return what it printed; everything it started is gone after."""
+        readonly: Sequence[tuple[Path, Path]] = (), hide: Sequence[Path] = (), limits: SandboxLimits = SandboxLimits(),
+        sandboxed: bool = True, env: dict[str, str] | None = None, capabilities: Sequence[str] = ()) -> SandboxResult:
+    """Run ``argv`` in a sandbox within ``limits``, with ``files`` (names relative to its home), ``readonly`` (host
+    source, sandbox destination) binds and ``hide`` (host paths it sees empty), and return what it printed;
+    everything it started is gone after. With ``capabilities`` (bubblewrap only), the command starts with them and
+    drops its privileges itself, to the uid and gid in ``$VIT_EDU_SANDBOX_UID`` and ``$VIT_EDU_SANDBOX_GID`` (the
+    grader's zygote, :mod:`vit_edu.homework.zygote`)."""
     files = {_relative(name): data for name, data in (files or {}).items()}
     start = time.monotonic()
+    root = os.geteuid() == 0
     with contextlib.ExitStack() as stack:
-        uid = stack.enter_context(_uid_slot()) if sandboxed and os.geteuid() == 0 else None
-        cgroup = _Cgroup.create(limits, overhead=2 if sandboxed else 0)
+        uid = stack.enter_context(_uid_slot()) if root else None
+        if uid is not None and not sandboxed:
+            stack.callback(_remove_leftovers, uid)  # after the sandbox's processes are gone (callbacks run last first)
+        overhead = 2 if sandboxed else 0  # bwrap's own processes
+        cgroup = _Cgroup2.create(limits, overhead) or _Cgroup1.create(limits, overhead)
         if cgroup is not None:
             stack.callback(cgroup.remove)
+        ipc = _own_ipc_works() and (sandboxed or root)
         if sandboxed:
-            fds = {name: _memfd(data) for name, data in files.items()}
+            fds = {name: _memfd(data) for name, data in {**files, "": b""}.items()}  # "": what a hidden file shows
             for fd in fds.values():
                 stack.callback(os.close, fd)
-            command = [*_bwrap_argv(limits, readonly, fds, _environment(HOME, limits, env)), *_drop_privileges(uid),
-                       *argv]
+            if capabilities:
+                env = {**(env or {}), "VIT_EDU_SANDBOX_UID": str(os.getuid() if uid is None else uid),
+                       "VIT_EDU_SANDBOX_GID": str(os.getgid() if uid is None else uid)}
+            command = [*_bwrap_argv(limits, readonly, hide, fds, _environment(HOME, limits, env), ipc, capabilities),
+                       *([] if capabilities else _drop_privileges(uid)), *argv]
             cwd, outer_env = "/", dict(os.environ)  # bwrap clears the environment inside
         else:
-            cwd = stack.enter_context(tempfile.TemporaryDirectory(prefix="vit_edu-sandbox-"))
-            for name, data in files.items():
-                (Path(cwd) / name).parent.mkdir(parents=True, exist_ok=True)
-                (Path(cwd) / name).write_bytes(data)
-            command, fds, outer_env = argv, {}, _environment(cwd, limits, env)
-        command = [*_rlimits(limits, uid), *command]
-        if cgroup is not None:
-            command = cgroup.join(command)
+            cwd = stack.enter_context(_private_folder(uid) if uid is not None
+                                      else tempfile.TemporaryDirectory(prefix="vit_edu-sandbox-"))
+            _write_files(Path(cwd), files, uid)
+            command, fds, outer_env = [*_drop_privileges(uid), *argv], {}, _environment(cwd, limits, env)
+        command = _launcher(cgroup.procs() if cgroup else [], ipc) + _rlimits(limits, uid) + command
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 pass_fds=list(fds.values()), cwd=cwd, env=outer_env, start_new_session=True)
         box = _Box(proc, limits, uid, cgroup, limits.tmpfs() if sandboxed else {})
@@ -180,39 +274,111 @@ def _under(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip("/") + "/")
 
 
-def _python_paths() -> list[str]:
-    """The Python installation and the virtual environment, where the system folders do not hold them already."""
-    paths = list(dict.fromkeys(str(Path(p).resolve()) for p in (sys.base_prefix, sys.prefix)))
-    return [p for p in paths if not any(_under(p, top) for top in [*SYSTEM, *(q for q in paths if q != p)])]
+def _checkout() -> str | None:
+    """The repository checkout this package runs from (``pyproject.toml`` beside it), None for an installed one."""
+    top = PACKAGE.parent
+    return str(top) if (top / "pyproject.toml").is_file() else None
 
 
-def _bwrap_argv(limits: SandboxLimits, readonly: Sequence[tuple[Path, Path]], fds: dict[str, int],
-                env: dict[str, str]) -> list[str]:
-    """The ``bwrap`` command line: namespaces, the read-only system and Python, the sized tmpfs mounts, the files."""
-    argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--clearenv"]
-    for top in SYSTEM:
-        if os.path.islink(top):
-            argv += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            argv += ["--ro-bind", top, top]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+def _system() -> list[str]:
+    """The allowed system folders and ``/etc`` files that exist here (merged-usr links are made, not bound)."""
+    folders = [p for p in (*SYSTEM, *ROOT_LINKS) if os.path.isdir(p) and not os.path.islink(p)]
+    return folders + [f"/etc/{name}" for name in ETC if os.path.exists(f"/etc/{name}")]
+
+
+def _binds(system: Sequence[str], readonly: Sequence[tuple[Path, Path]]) -> list[tuple[str, str]]:
+    """The read-only binds besides the system's, (host source, sandbox destination): the Python installation's
+    ``bin`` and ``lib`` (not its whole prefix, which may be ``/usr/local``), the virtual environment, the caller's."""
+    base = Path(sys.base_prefix).resolve()
+    python = [str(base / name) for name in ("bin", "lib", "lib64") if (base / name).is_dir()]
+    if sys.prefix != sys.base_prefix:
+        python.append(str(Path(sys.prefix).resolve()))
+    checkout = _checkout()
+    shown = [p for p in python if any(_under(p, top) for top in system) and not (checkout and _under(p, checkout))]
+    python = [p for p in dict.fromkeys(python) if p not in shown]  # (one in the checkout goes back over its mask)
+    return [(p, p) for p in python] + [(str(Path(s).resolve()), str(d)) for s, d in readonly]
+
+
+def _masks(binds: Sequence[tuple[str, str]]) -> list[str]:
+    """Where the checkout would show through a bind of a folder holding it: the sandbox paths an empty tmpfs covers."""
+    if (checkout := _checkout()) is None:
+        return []
+    return sorted({str(PurePosixPath(dest) / PurePosixPath(checkout).relative_to(source)) for source, dest in binds
+                   if _under(checkout, source)}, key=_depth)
+
+
+def _depth(path: str) -> int:
+    """How deep ``path`` lies (outer mounts go first)."""
+    return len(PurePosixPath(path).parts)
+
+
+def _shown_at(host: Path, binds: Sequence[tuple[str, str]]) -> str | None:
+    """Where the host path ``host`` shows in the sandbox (through the innermost bind of a folder holding it)."""
+    path = str(host.resolve())
+    holding = [(source, dest) for source, dest in binds if _under(path, source)]
+    if not holding:
+        return None
+    source, dest = max(holding, key=lambda bind: len(bind[0]))
+    return str(PurePosixPath(dest) / PurePosixPath(path).relative_to(source))
+
+
+def _bwrap_argv(limits: SandboxLimits, readonly: Sequence[tuple[Path, Path]], hide: Sequence[Path],
+                fds: dict[str, int], env: dict[str, str], own_ipc: bool, capabilities: Sequence[str] = ()) -> list[str]:
+    """The ``bwrap`` command line: namespaces, the system, the sized tmpfs mounts, Python and the caller's binds, the
+    masks over the checkout and what goes back inside them, the files (``fds`` by name; "" an empty one), what
+    ``hide`` empties; in that order, since a later mount covers an earlier one. Every folder above a mount is made
+    first, mode 0755."""
+    argv = ["bwrap", "--die-with-parent", "--new-session", "--unshare-net", "--unshare-pid", "--unshare-uts",
+            "--clearenv", *([] if own_ipc else ["--unshare-ipc"])]
+    if os.geteuid() != 0 and own_ipc:  # bwrap runs as root of the user namespace that owns the IPC one: map us back
+        argv += ["--unshare-user", "--uid", str(os.getuid()), "--gid", str(os.getgid()), "--cap-drop", "ALL"]
+    for capability in capabilities:
+        argv += ["--cap-add", capability]
+    system = _system()
+    binds = _binds(system, readonly)
+    everything = [(p, p) for p in system] + binds
+    masks = _masks(everything)
+    checkout = _checkout()
+    # Inside a mask go back the venv and the caller's binds (never one of a folder holding the checkout).
+    after = sorted(((s, d) for s, d in binds
+                    if any(_under(d, m) for m in masks) and not (checkout and _under(checkout, s))),
+                   key=lambda bind: _depth(bind[1]))
+    before = sorted((bind for bind in binds if bind not in after), key=lambda bind: _depth(bind[1]))
+    hidden = [(path, host.is_dir()) for host in hide if host.exists() and (path := _shown_at(host, everything))]
     tmpfs = limits.tmpfs()
+    links = [link for link in ROOT_LINKS if os.path.islink(link)]
+    mounted = {"/", "/proc", "/dev", *links, *system, *tmpfs, *masks, *(d for _, d in binds), *(p for p, _ in hidden)}
+    made: set[str] = set()
+
+    def above(dest: str) -> list[str]:
+        """Make the folders above ``dest`` that no mount or earlier step made, mode 0755 (bwrap's are 0700)."""
+        missing = [str(p) for p in reversed(PurePosixPath(dest).parents) if str(p) not in mounted | made]
+        made.update(missing)
+        return [arg for folder in missing for arg in ("--perms", "0755", "--dir", folder)]
+
+    for link in links:
+        argv += ["--symlink", os.readlink(link), link]
+    for path in sorted(system, key=_depth):
+        argv += [*above(path), "--ro-bind", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
     for path, size in tmpfs.items():
         argv += ["--perms", "1777", "--size", str(size), "--tmpfs", path]
-    # The binds after the tmpfs mounts (a checkout under /tmp stays visible), outer ones before those inside them.
-    binds = [(p, p) for p in _python_paths()] + [(str(Path(s).resolve()), str(d)) for s, d in readonly]
-    binds.sort(key=lambda bind: len(PurePosixPath(bind[1]).parts))
-    # bwrap would create the folders above each bind with mode 0700 (unreachable for the sandbox's uid): make them.
-    mounted = [*SYSTEM, "/proc", "/dev", *tmpfs, *(dest for _, dest in binds)]
-    above = {str(p) for _, dest in binds for p in PurePosixPath(dest).parents if str(p) != "/"}
-    for folder in sorted(p for p in above if not any(_under(p, top) for top in mounted)):
-        argv += ["--perms", "0755", "--dir", folder]
-    for source, dest in binds:
-        argv += ["--ro-bind", source, dest]
+    for source, dest in before:
+        argv += [*above(dest), "--ro-bind", source, dest]
+    for mask in masks:
+        argv += [*above(mask), "--perms", "0755", "--size", str(PAGE), "--tmpfs", mask]
+    for source, dest in after:
+        argv += [*above(dest), "--ro-bind", source, dest]
     for name, fd in fds.items():
-        argv += ["--perms", "0444", "--file", str(fd), f"{HOME}/{name}"]
-    argv += ["--remount-ro", "/", "--remount-ro", "/dev", "--chdir", HOME]  # no unsized tmpfs left writable
+        if name:
+            argv += ["--perms", "0444", "--file", str(fd), f"{HOME}/{name}"]
+    for path, folder in hidden:
+        how = ["--size", str(PAGE), "--tmpfs"] if folder else ["--ro-bind-data", str(fds[""])]
+        argv += [*above(path), "--perms", "0755" if folder else "0444", *how, path]
+    # No tmpfs left writable but the sized ones.
+    for path in ["/", "/dev", *masks, *(path for path, folder in hidden if folder)]:
+        argv += ["--remount-ro", path]
+    argv += ["--chdir", HOME]
     for name, value in env.items():
         argv += ["--setenv", name, value]
     return [*argv, "--"]
@@ -221,16 +387,96 @@ def _bwrap_argv(limits: SandboxLimits, readonly: Sequence[tuple[Path, Path]], fd
 def _drop_privileges(uid: int | None) -> list[str]:
     """Under a root grader: become ``uid`` with no groups, no capabilities (bounding set too), no new privileges."""
     if uid is None:
-        return []  # bwrap's user namespace did it
+        return []  # bwrap's user namespace did it, or the grader is not root (trusted work)
     return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--inh-caps=-all",
             "--bounding-set=-all", "--"]
 
 
 def _rlimits(limits: SandboxLimits, uid: int | None) -> list[str]:
-    """``prlimit`` before the command: address space, file size, no core dumps, and the processes of its uid."""
+    """``prlimit`` before the command: address space, file size, open files, no core dumps and no POSIX message
+    queues, and the processes of its uid."""
     nproc = limits.processes if uid is not None or os.geteuid() == 0 else _tasks_of(os.getuid()) + limits.processes
     return ["prlimit", f"--as={(limits.memory_mb + UNTOUCHED_MB) * MB}", f"--fsize={limits.disk_mb * MB}",
-            "--core=0", f"--nproc={nproc}", "--"]
+            f"--nofile={NOFILE}", "--msgqueue=0", "--core=0", f"--nproc={nproc}", "--"]
+
+
+def _launcher(procs: Sequence[Path], own_ipc: bool) -> list[str]:
+    """The start of the command line: join the sandbox's cgroups (writing to ``procs``), and, with ``own_ipc``, enter
+    an IPC namespace of its own with no SysV IPC (a user namespace too, for a grader that is not root)."""
+    steps = [f"echo {value} > /proc/sys/kernel/{name} || exit 1;" for name, value in IPC_OFF.items()] if own_ipc else []
+    if not procs and not steps:
+        return []
+    script = f'while [ "$1" != -- ]; do echo $$ > "$1" || exit 1; shift; done; shift; {" ".join(steps)} exec "$@"'
+    unshare = ["unshare", "--ipc", *(["--user", "--map-root-user"] if os.geteuid() else []), "--"] if own_ipc else []
+    return [*unshare, "sh", "-c", script, "sh", *map(str, procs), "--"]
+
+
+@functools.cache
+def _own_ipc_works() -> bool:
+    """Whether an IPC namespace of the sandbox's own, with SysV IPC off, can be made here (not in most containers)."""
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        return subprocess.run([*_launcher([], True), "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+# ---------------------------------------------------------------- folders of the unprivileged mode
+
+
+@contextlib.contextmanager
+def _private_folder(uid: int) -> Iterator[str]:
+    """A working folder of ``uid`` only (0700), under a root-owned 0711 one no other user can list; removed after."""
+    parent = tempfile.mkdtemp(prefix="vit_edu-sandbox-")
+    try:
+        os.chmod(parent, 0o711)
+        home = os.path.join(parent, "home")
+        os.mkdir(home, 0o700)
+        os.chown(home, uid, uid)
+        yield home
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def _write_files(folder: Path, files: dict[str, bytes], uid: int | None) -> None:
+    """Write ``files`` into ``folder``, all of it owned by ``uid`` where given (whatever the grader's umask)."""
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    if uid is not None:
+        for top, folders, names in os.walk(folder):
+            for name in folders + names:
+                os.chown(os.path.join(top, name), uid, uid)
+
+
+def _remove_leftovers(uid: int) -> None:
+    """Remove what ``uid`` left in the host's shared writable places and its SysV shared memory (another sandbox
+    will run as that uid)."""
+    for folder in SCRATCH:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_uid != uid:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+    libc = ctypes.CDLL(None, use_errno=True)
+    for shmid, _ in _sysv_segments(uid):
+        libc.shmctl(shmid, 0, None)  # IPC_RMID
+
+
+def _sysv_segments(uid: int) -> list[tuple[int, int]]:
+    """The SysV shared memory segments (id, resident bytes) that ``uid`` made or owns, in this IPC namespace."""
+    found = []
+    with contextlib.suppress(OSError):
+        rows = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+        for fields in (row.split() for row in rows):
+            if uid in (int(fields[7]), int(fields[9])):  # uid, cuid
+                found.append((int(fields[1]), int(fields[14]) if len(fields) > 14 else int(fields[3])))  # rss|size
+    return found
 
 
 # ---------------------------------------------------------------- processes, uids, cgroups
@@ -320,44 +566,99 @@ def _uid_slot() -> Iterator[int]:
     raise RuntimeError(f"no free sandbox uid in {UIDS.start}..{UIDS.stop - 1}")
 
 
-def _cgroup2_mount() -> tuple[Path, PurePosixPath] | None:
-    """Where the cgroup v2 hierarchy is mounted, and the folder of it this process is in; None without one."""
-    own = next((line.removeprefix("0::").strip() for line in Path("/proc/self/cgroup").read_text().splitlines()
-                if line.startswith("0::")), None)
-    if own is None:
+def _own_cgroup(controller: str) -> tuple[Path, Path] | None:
+    """Where the hierarchy of a cgroup v1 ``controller`` (cgroup v2 for "") is mounted, and this process's folder in
+    it; None where it is not mounted."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        number, names, own = line.split(":", 2)
+        if controller in names.split(",") if controller else number == "0":
+            break
+    else:
         return None
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        fields, _, fstype = line.partition(" - ")
-        if fstype.split()[0] == "cgroup2":
+        fields, _, tail = line.partition(" - ")
+        fstype, _, options = tail.split()[:3]
+        if fstype == "cgroup" and controller in options.split(",") if controller else fstype == "cgroup2":
             root, mount = fields.split()[3:5]
             with contextlib.suppress(ValueError):
-                return Path(mount), PurePosixPath(own).relative_to(root)
+                return Path(mount), Path(mount) / PurePosixPath(own).relative_to(root)
     return None
 
 
 class _Cgroup:
-    """A child cgroup (v2) bounding the memory (tmpfs and shared memory included) and the processes of a sandbox."""
+    """A sandbox's own cgroup (one folder per hierarchy): what bounds its memory, kernel memory included."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    kind = ""  # in words, for memory_accounting()
+    bounds_tasks = True  # whether it bounds the sandbox's processes too
+
+    def __init__(self, folders: list[Path]) -> None:
+        self.folders = folders
+
+    def _write(self, name: str, value: int, folder: int = 0) -> None:
+        (self.folders[folder] / name).write_text(f"{value}\n")
+
+    def _read(self, name: str) -> str:
+        return (self.folders[0] / name).read_text()
+
+    def procs(self) -> list[Path]:
+        """The files a process joins it by, writing its pid (it enters before it can start anything)."""
+        return [folder / "cgroup.procs" for folder in self.folders]
+
+    def memory(self) -> int:
+        """Bytes charged to it now."""
+        raise NotImplementedError
+
+    def peak(self) -> int:
+        """The most bytes charged to it at once (0 where the kernel does not say)."""
+        raise NotImplementedError
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed something in it for lack of memory."""
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        """SIGKILL every process in it."""
+        for pid in {int(pid) for path in self.procs() if path.exists() for pid in path.read_text().split()}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+    def remove(self) -> None:
+        """Kill what is left in it, then remove it (the kernel refuses while a process is in it)."""
+        deadline = time.monotonic() + 10
+        while any(folder.exists() for folder in self.folders):
+            try:
+                self.kill()
+                for folder in self.folders:
+                    if folder.exists():
+                        folder.rmdir()
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+
+class _Cgroup2(_Cgroup):
+    """A child cgroup (v2): ``memory.max`` charges tmpfs, shared memory, kernel memory and socket buffers alike."""
+
+    kind = "cgroup v2"
 
     @classmethod
-    def create(cls, limits: SandboxLimits, overhead: int) -> _Cgroup | None:
+    def create(cls, limits: SandboxLimits, overhead: int) -> _Cgroup2 | None:
         """A new child of this process's cgroup, else of the root, where memory and pids are already delegated to
         children and it is writable; None where there is no such cgroup. ``overhead``: bwrap's own processes."""
-        if (found := _cgroup2_mount()) is None:
+        if (found := _own_cgroup("")) is None:
             return None
         mount, own = found
-        for parent in dict.fromkeys((mount / own, mount)):
+        for parent in dict.fromkeys((own, mount)):
             try:
                 if not {"memory", "pids"} <= set((parent / "cgroup.subtree_control").read_text().split()):
                     continue
-                cgroup = cls(Path(tempfile.mkdtemp(prefix="vit_edu-sandbox-", dir=parent)))
+                cgroup = cls([Path(tempfile.mkdtemp(prefix="vit_edu-sandbox-", dir=parent))])
             except OSError:
                 continue
             try:
                 cgroup._write("memory.max", limits.memory_mb * MB)
-                if (cgroup.path / "memory.swap.max").exists():
+                if (cgroup.folders[0] / "memory.swap.max").exists():
                     cgroup._write("memory.swap.max", 0)
                 cgroup._write("memory.oom.group", 1)  # one process out of memory: the whole sandbox is killed
                 cgroup._write("pids.max", limits.processes + overhead)
@@ -366,42 +667,79 @@ class _Cgroup:
                 cgroup.remove()
         return None
 
-    def _write(self, name: str, value: int) -> None:
-        (self.path / name).write_text(f"{value}\n")
-
-    def join(self, command: list[str]) -> list[str]:
-        """``command`` started inside the cgroup (it enters before it can start anything)."""
-        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *command]
-
     def memory(self) -> int:
-        """Bytes charged to the cgroup now."""
-        return int((self.path / "memory.current").read_text())
+        return int(self._read("memory.current"))
+
+    def peak(self) -> int:
+        return int(self._read("memory.peak")) if (self.folders[0] / "memory.peak").exists() else 0
 
     def oom_killed(self) -> bool:
-        """Whether the kernel killed something in the cgroup for lack of memory."""
-        events = dict(line.split() for line in (self.path / "memory.events").read_text().splitlines())
+        events = dict(line.split() for line in self._read("memory.events").splitlines())
         return int(events.get("oom_kill", 0)) + int(events.get("oom_group_kill", 0)) > 0
 
     def kill(self) -> None:
-        """SIGKILL everything in the cgroup."""
-        if (self.path / "cgroup.kill").exists():
+        if (self.folders[0] / "cgroup.kill").exists():
             self._write("cgroup.kill", 1)
-            return
-        for pid in (self.path / "cgroup.procs").read_text().split():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
+        else:
+            super().kill()
 
-    def remove(self) -> None:
-        """Kill what is left in the cgroup, then remove it (the kernel refuses while a process is in it)."""
-        deadline = time.monotonic() + 10
-        while self.path.exists():
-            try:
-                self.kill()
-                self.path.rmdir()
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
+
+class _Cgroup1(_Cgroup):
+    """A child of our cgroup v1 memory controller, and of the pids one where that is writable. v1 charges SysV and
+    POSIX shared memory, tmpfs, slab and AF_UNIX socket buffers to ``memory.usage_in_bytes``, and TCP and UDP
+    buffers to ``memory.kmem.tcp.usage_in_bytes``, apart and only once its limit is set: the two limits add up to
+    ``memory_mb``."""
+
+    kind = "cgroup v1 (kernel memory and TCP buffers charged)"
+
+    @classmethod
+    def create(cls, limits: SandboxLimits, overhead: int) -> _Cgroup1 | None:
+        """A new child of this process's memory cgroup (v1) with its limits, where that is writable, else None."""
+        if (memory := _own_cgroup("memory")) is None:
+            return None
+        try:
+            cgroup = cls([Path(tempfile.mkdtemp(prefix="vit_edu-sandbox-", dir=memory[1]))])
+        except OSError:
+            return None
+        try:
+            tcp = min(limits.memory_mb * MB // 8, TCP_MB * MB)
+            cgroup._write("memory.limit_in_bytes", limits.memory_mb * MB - tcp)
+            if (cgroup.folders[0] / "memory.memsw.limit_in_bytes").exists():  # no swap: its bound equals memory's
+                cgroup._write("memory.memsw.limit_in_bytes", limits.memory_mb * MB - tcp)
+            cgroup._write("memory.kmem.tcp.limit_in_bytes", tcp)
+        except OSError:
+            cgroup.remove()
+            return None
+        cgroup.bounds_tasks = cgroup._add_pids(limits.processes + overhead)
+        return cgroup
+
+    def _add_pids(self, most: int) -> bool:
+        """Join a child of our pids cgroup (v1) of the same name, with ``pids.max``; whether that could be done."""
+        if (pids := _own_cgroup("pids")) is None:
+            return False
+        folder = pids[1] / self.folders[0].name
+        try:
+            folder.mkdir()
+        except OSError:
+            return False
+        self.folders.append(folder)
+        try:
+            self._write("pids.max", most, folder=1)
+            return True
+        except OSError:
+            self.folders.pop()
+            folder.rmdir()
+            return False
+
+    def memory(self) -> int:
+        return int(self._read("memory.usage_in_bytes")) + int(self._read("memory.kmem.tcp.usage_in_bytes"))
+
+    def peak(self) -> int:
+        return int(self._read("memory.max_usage_in_bytes")) + int(self._read("memory.kmem.tcp.max_usage_in_bytes"))
+
+    def oom_killed(self) -> bool:
+        control = dict(line.split() for line in self._read("memory.oom_control").splitlines())
+        return int(control.get("oom_kill", 0)) + int(control.get("under_oom", 0)) > 0
 
 
 # ---------------------------------------------------------------- one running sandbox
@@ -416,6 +754,7 @@ class _Box:
         self.overhead = 2 if tmpfs else 0  # bwrap's own processes (outside, and its PID namespace's init)
         self.killed = ""
         self.peak = 0
+        self._diag: socket.socket | None = None  # sock_diag, where the monitor counts socket buffers
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._monitor = threading.Thread(target=self._watch, daemon=True)
@@ -485,30 +824,37 @@ class _Box:
             os.kill(self.proc.pid, signal.SIGKILL)  # leave that init a zombie for the host's init to reap)
         return {pid for pid in found if pid not in table or table[pid][0] != b"Z"}
 
+    def _orphans(self) -> set[int]:
+        """Without a PID namespace, the dead processes of its uid that the host's init has not reaped yet (until
+        then the uid is not free for another sandbox)."""
+        return _pids_of(self.uid) - {self.proc.pid} if self.uid is not None and not self.tmpfs else set()
+
     def close(self) -> None:
         """Stop measuring, kill whatever is left and wait until it is gone; only then reap bwrap (until then its
         number, and its session's, cannot be reused by an unrelated process that would be taken for the sandbox's)."""
         self._stop.set()
         self._monitor.join()
+        if self._diag is not None:
+            self._diag.close()
         deadline = time.monotonic() + 10
-        while self._kill_all() and time.monotonic() < deadline:
+        while (self._kill_all() or self._orphans()) and time.monotonic() < deadline:
             time.sleep(0.02)
         self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             pipe.close()
-        if self.cgroup is not None and self.cgroup.oom_killed():
-            self.killed = self.killed or "memory"
+        if self.cgroup is not None:
+            self.peak = max(self.peak, self.cgroup.peak())
+            if self.cgroup.oom_killed():
+                self.killed = self.killed or "memory"
 
     def _watch(self) -> None:
-        """Measure every POLL seconds and keep the peak; without a cgroup, kill past ``memory_mb`` or ``processes``."""
+        """Measure every POLL seconds and keep the peak; kill past ``memory_mb`` (or when the cgroup's kernel killed a
+        process for lack of it: the rest goes too) or past ``processes``."""
         while True:
-            if self.cgroup is not None:
-                with contextlib.suppress(OSError):
-                    self.peak = max(self.peak, self.cgroup.memory())
-            else:
+            with contextlib.suppress(OSError):  # a cgroup file that cannot be read: measure again next time
                 used, tasks = self._measure()
                 self.peak = max(self.peak, used)
-                if used > self.limits.memory_mb * MB:
+                if used > self.limits.memory_mb * MB or (self.cgroup is not None and self.cgroup.oom_killed()):
                     self.kill("memory")
                 elif tasks > self.limits.processes + self.overhead:
                     self.kill("processes")
@@ -516,13 +862,90 @@ class _Box:
                 return
 
     def _measure(self) -> tuple[int, int]:
-        """Bytes the sandbox holds (resident memory, its tmpfs mounts, memfd files) and the tasks it runs."""
+        """Bytes the sandbox holds and the tasks it runs (0 where its cgroup bounds them): what its cgroup is charged,
+        else its resident memory, tmpfs mounts, memfd files and its uid's SysV shared memory."""
+        if self.cgroup is not None and self.cgroup.bounds_tasks:
+            return self.cgroup.memory(), 0
         table = _process_table()
         members = _members(self.proc.pid, table)
-        resident = sum(int(table[pid][21]) for pid in members) * PAGE
+        if self.uid is not None and not self.tmpfs:  # no PID namespace: what its uid runs, wherever it went
+            members |= _pids_of(self.uid) & table.keys()
         tasks = sum(int(table[pid][17]) for pid in members)
+        if self.cgroup is not None:
+            return self.cgroup.memory(), tasks
+        resident = sum(int(table[pid][21]) for pid in members) * PAGE
         inside = [pid for pid in members if int(table[pid][1]) == self.proc.pid]  # bwrap's PID namespace's init
-        return resident + _tmpfs_bytes(inside, self.tmpfs) + _memfd_bytes(members), tasks
+        shm = sum(size for _, size in _sysv_segments(self.uid)) if self.uid is not None else 0
+        held = _tmpfs_bytes(inside, self.tmpfs) + _memfd_bytes(members) + shm + self._sockets(inside)
+        return resident + held, tasks
+
+    def _sockets(self, inside: list[int]) -> int:
+        """Bytes in its socket buffers, where a root grader can ask the kernel: every socket of its own network
+        namespace (entered through ``inside``), or of its uid without one; 0 elsewhere (a grader that is not root)."""
+        if self.uid is None or (self.tmpfs and not inside):
+            return 0
+        try:
+            if self._diag is None:
+                self._diag = _diag_socket(inside[0] if self.tmpfs else None)
+            return _socket_bytes(self._diag, None if self.tmpfs else self.uid)
+        except OSError:  # the kernel would not tell (then RLIMIT_NOFILE bounds them): the rest is still measured
+            return 0
+
+
+def _diag_socket(pid: int | None) -> socket.socket:
+    """A sock_diag netlink socket in the network namespace of ``pid`` (ours for None; another's takes root): the
+    kernel tells through it what each socket there holds."""
+    if pid is None:
+        return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
+    libc = ctypes.CDLL(None, use_errno=True)
+    with open("/proc/thread-self/ns/net", "rb") as own, open(f"/proc/{pid}/ns/net", "rb") as theirs:
+        if os.fstat(own.fileno()).st_ino == os.fstat(theirs.fileno()).st_ino:
+            raise OSError(f"process {pid} is not in a network namespace of its own")
+        if libc.setns(theirs.fileno(), CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"cannot enter the network namespace of {pid}")
+        try:
+            return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_SOCK_DIAG)
+        finally:
+            libc.setns(own.fileno(), CLONE_NEWNET)  # (this thread only)
+
+
+def _diag_dump(diag: socket.socket, request: bytes, header: int) -> Iterator[tuple[bytes, dict[int, bytes]]]:
+    """Each socket sock_diag reports for ``request``: its message, and its attributes (after ``header`` bytes)."""
+    diag.send(struct.pack("=IHHII", 16 + len(request), SOCK_DIAG_BY_FAMILY, 0x301, 0, 0) + request)  # request, dump
+    while True:
+        data, at = diag.recv(1 << 20), 0
+        while at < len(data):
+            length, kind = struct.unpack_from("=IH", data, at)
+            if kind == 3:  # done
+                return
+            if kind == 2:  # error
+                raise OSError(-struct.unpack_from("=i", data, at + 16)[0], "sock_diag")
+            message, attributes, offset = data[at + 16:at + length], {}, header
+            while offset + 4 <= len(message):
+                size, name = struct.unpack_from("=HH", message, offset)
+                attributes[name] = message[offset + 4:offset + size]
+                offset += (size + 3) & ~3
+            yield message, attributes
+            at += (length + 3) & ~3
+
+
+def _socket_bytes(diag: socket.socket, uid: int | None) -> int:
+    """Bytes in the buffers (received, being sent, queued to send) of the AF_UNIX, TCP and UDP sockets ``diag`` sees,
+    of ``uid`` only where given, as the kernel counts them."""
+    total = 0
+    unix = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0, 0x20 | 0x40, 0xFFFFFFFF, 0xFFFFFFFF)
+    for _, attributes in _diag_dump(diag, unix, 16):  # attributes: 5 memory, 7 uid
+        if 5 in attributes and (uid is None or attributes.get(7) == struct.pack("=I", uid)):
+            memory = struct.unpack_from("=6I", attributes[5])
+            total += memory[0] + memory[2] + memory[5]  # rmem_alloc, wmem_alloc, wmem_queued
+    for family in (socket.AF_INET, socket.AF_INET6):
+        for protocol in (socket.IPPROTO_TCP, socket.IPPROTO_UDP):
+            inet = struct.pack("=BBBxI", family, protocol, 1 << 6, 0xFFFFFFFF) + bytes(48)  # with its memory
+            for message, attributes in _diag_dump(diag, inet, 72):  # attribute 7: memory; uid at byte 64
+                if 7 in attributes and (uid is None or struct.unpack_from("=I", message, 64)[0] == uid):
+                    memory = struct.unpack_from("=6I", attributes[7])
+                    total += memory[0] + memory[2] + memory[5]
+    return total
 
 
 def _exited(pid: int) -> bool:
