@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from vit_edu.homework.copies import SOLUTION, CopyPair, copies_report, find_copies
+from vit_edu.homework.copies import (OPAQUE, SAME, SHARED, SOLUTION, CopyPair, copies_report, find_copies,
+                                     markdown_escape)
 
 DATA = Path(__file__).resolve().parent / "copies_data"
 QUESTIONS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
@@ -85,22 +87,92 @@ def test_unanswered_notebooks_are_not_paired(min_tokens):
     assert find_copies(answers, solutions, templates, min_tokens=min_tokens) == []
 
 
-def test_one_line_answers_are_not_compared():
-    template = ('def token_count(height: int, width: int, patch_size: int, channels: int) -> tuple[int, int]:\n'
-                '    """(N, C·P·P) for a C×H×W image cut into P×P patches."""\n    ...\n')
-    solution = template.replace("...", "return (height // patch_size) * (width // patch_size), "
-                                       "channels * patch_size * patch_size")
-    # both copy the solution's one line, renaming a parameter (in the signature too)
-    answers = {"ana": {"q": solution.replace("height", "h")}, "ben": {"q": solution.replace("width", "w")}}
+TOKEN_TEMPLATE = ('def token_count(height: int, width: int, patch_size: int, channels: int) -> tuple[int, int]:\n'
+                  '    """(N, C·P·P) for a C×H×W image cut into P×P patches."""\n    ...\n')
+TOKEN_SOLUTION = TOKEN_TEMPLATE.replace("...", "return (height // patch_size) * (width // patch_size), "
+                                               "channels * patch_size * patch_size")
+
+
+def test_one_line_copies_are_found_by_their_normalised_code():
+    # both copy the solution's one line, renaming a parameter (in the signature too): too short for copydetect
+    answers = {"ana": {"q": TOKEN_SOLUTION.replace("height", "h")}, "ben": {"q": TOKEN_SOLUTION.replace("width", "w")}}
+    pairs = find_copies(answers, {"q": TOKEN_SOLUTION}, {"q": TOKEN_TEMPLATE})
+    assert found(pairs) == {("q", "ana", "ben"), ("q", "ana", SOLUTION), ("q", "ben", SOLUTION)}
+    assert {(p.similarity, p.reason) for p in pairs} == {(1.0, SAME)}
+
+
+def test_answers_that_differ_only_in_names_comments_docstrings_and_layout_are_the_same_code():
+    ana = ("def token_count(height, width, patch_size, channels):\n    '''Tokens, and the length of each.'''\n"
+           "    scale = 1e3  # not needed\n    return (height // patch_size) * (width // patch_size), "
+           "channels * patch_size * patch_size, 'done'\n")
+    ben = ('def token_count(h,w,p,c):\n    # how many tokens, how long\n    scale=1000.0\n\n'
+           '    return (h//p)*(w//p),  c*p*p, "done"\n')
+    pairs = find_copies({"ana": {"q": ana}, "ben": {"q": ben}}, {})
+    assert [(p.first, p.second, p.similarity, p.reason) for p in pairs] == [("ana", "ben", 1.0, SAME)]
+
+
+def test_short_answers_written_differently_are_not_paired():
+    answers = {"ana": {"q": TOKEN_TEMPLATE.replace("...", "return height // patch_size * (width // patch_size), "
+                                                          "channels * patch_size ** 2")},
+               "ben": {"q": TOKEN_TEMPLATE.replace("...", "return (height * width) // (patch_size * patch_size), "
+                                                          "patch_size * patch_size * channels")}}
+    assert find_copies(answers, {"q": TOKEN_SOLUTION}, {"q": TOKEN_TEMPLATE}) == []
+
+
+def test_literal_answers_are_not_paired():
+    # everyone who is right writes the same list; a letter for a reading question likewise
+    template, solution = "toy_tokens = ...\nanswer = ...", "toy_tokens = [[1, 5], [2, 6]]\nanswer = 'b'"
+    answers = {"ana": {"q": solution}, "ben": {"q": 'toy_tokens = [[1, 5],\n              [2, 6]]\nanswer = "b"'}}
     assert find_copies(answers, {"q": solution}, {"q": template}) == []
-    assert len(find_copies(answers, {"q": solution}, {"q": template}, min_tokens=0)) == 3  # identical, all three
+
+
+PAYLOAD = "ZGVmIG15X3BhdGNoaWZ5KGltYWdlcywgcCk6CiAgICByZXR1cm4gaW1hZ2Vz"
+
+
+def test_opaque_answers_are_paired_only_when_they_share_a_payload():
+    answers = {
+        "ana": {"q": f"import base64\nexec(base64.b64decode('{PAYLOAD}'))"},
+        "ben": {"q": f"import base64 as b\nsource = b.b64decode('{PAYLOAD}')\nexec(source, globals())"},
+        "cara": {"q": f"import base64\nexec(base64.b64decode('{PAYLOAD[::-1]}'))"},  # ana's wrapper, another payload
+        "dan": {"q": "exec(open('answer.py').read())"},  # opaque, no payload: nothing to compare
+        "eve": {"q": "exec(open('answer.py').read())"},
+    }
+    pairs = find_copies(answers, {})
+    assert [(p.first, p.second, p.similarity, p.reason) for p in pairs] == [("ana", "ben", 1.0, OPAQUE)]
+
+
+def test_opaque_answers_that_keep_the_template_share_no_payload_by_it():
+    # the template's docstring and its constant are long strings in both answers
+    template = 'LAYOUT = "(B, C, H, W) -> (B, N, C·P·P), one token per patch"\n\n' + (
+        DATA / "my_patchify" / "template.py").read_text()
+    wrapped = {name: template.replace("    ...", f"    exec(base64.b64decode('{payload}'))")
+               for name, payload in (("ana", PAYLOAD), ("ben", PAYLOAD[::-1]))}
+    assert find_copies({name: {"q": code} for name, code in wrapped.items()}, {}, {"q": template}) == []
+
+
+def test_a_pair_made_by_an_old_caller_says_it_shares_code():
+    assert CopyPair("q", "ana", "ben", 0.7).reason == SHARED
+
+
+def test_markdown_escape_keeps_names_as_written_on_one_line():
+    assert markdown_escape("a|b*c_d`e<f>[g](h)\r\nnext") == r"a\|b\*c\_d\`e\<f\>\[g\](h) next"
+    assert markdown_escape("plain name.ipynb") == "plain name.ipynb"
 
 
 def test_the_report_names_the_pairs_and_says_they_are_for_review(pairs):
     report = copies_report(pairs)
     assert "for review, not automatic zeros" in report
-    assert "| my_attention | dan | fay | 100% |" in report
-    assert f"| my_patchify | jon | {SOLUTION} |" in report
-    assert sum(line.startswith(tuple(f"| {q} |" for q in QUESTIONS)) for line in report.splitlines()) == len(COPIES)
+    assert r"| my\_attention | dan | fay | 100% | shared code |" in report
+    assert rf"| my\_patchify | jon | {SOLUTION} |" in report
+    assert rf"| my\_patchify | ana | {SOLUTION} | 100% | {SAME} |" in report
+    starts = tuple(f"| {markdown_escape(q)} |" for q in QUESTIONS)
+    assert sum(line.startswith(starts) for line in report.splitlines()) == len(COPIES)
     empty = copies_report([])
     assert "for review, not automatic zeros" in empty and "No two answers" in empty
+
+
+def test_the_report_escapes_the_names_students_chose():
+    hostile = "x | y\n| injected | row | 0% |<img src=x>`*_[link](u)"
+    report = copies_report([CopyPair("q", hostile, "ben", 0.9)])
+    assert len(report.splitlines()) == 7 and re.search(r"(?<!\\)[<`*_\[]", report.splitlines()[-1]) is None
+    assert len(re.findall(r"(?<!\\)\|", report.splitlines()[-1])) == 6  # five cells, however the name is spelt

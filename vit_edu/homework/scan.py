@@ -1,13 +1,19 @@
-"""Read a submission's code without running it: calls of the book's reference in an answer, and tampering.
+"""Read a submission's code without running it: what an answer reaches, code that hides what it runs, tampering.
 
-Two findings, with different consequences in :mod:`vit_edu.homework.grade`:
+Every finding is for the instructor's review, never a score (:mod:`vit_edu.homework.grade` lists them as flags):
 
-- :func:`reference_uses`: an answer (the graded function's body, or the expression assigned to a graded name)
-  that names its question's reference, e.g. ``my_patchify = vit_edu.patchify``. That question scores 0.
+- :func:`reference_uses`: an answer (the graded function's body, or the expression assigned to a graded name), or a
+  function of the notebook it calls, that reaches its question's reference: by name or alias
+  (``from vit_edu.patches import patchify as p``), or by a dynamic look-up in a module that holds one
+  (``getattr(vit_edu.patches, 'patch' + 'ify')``); and, marked "perhaps", a method of an object known only at run
+  time (``x.unfold``) or a name no cell binds (``from vit_edu import *``). A name is the package's object only where
+  an import or an alias binds it so: a parameter or a variable named ``patchify`` is the answer's own. The
+  reference is gone from the question's process, so reaching it earns nothing; the flag tells the instructor why.
+- :func:`opaque_code`: code that hides what it runs (``exec`` of a computed string, ``marshal.loads``, a code
+  object built from data, a computed import); the copy check cannot read it either.
 - :func:`tampering`: code that reaches into what grading relies on: rebinding attributes of modules (the checks,
   otter, torch, builtins), the grader's own modules, code objects and frames, ``exec``/``eval``/``__import__``,
-  profiler hooks, classes that redefine comparison or conversion (``__eq__`` tricks). The submission is flagged
-  and scores 0; an instructor reads the flag and decides.
+  profiler hooks, classes that redefine comparison or conversion (``__eq__`` tricks).
 
 Honest homework uses none of these. IPython syntax (``%magic``, ``!shell``) is translated before parsing; a cell
 that does not parse is skipped (it fails when it runs, too).
@@ -16,6 +22,7 @@ that does not parse is skipped (it fails when it runs, too).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import nbformat
@@ -46,7 +53,15 @@ IMPORTLIB = {"reload", "import_module", "invalidate_caches", "spec_from_file_loc
              "exec_module", "find_loader", "machinery", "abc"}
 HOOKS = {"setprofile", "settrace", "setrecursionlimit", "addaudithook", "register", "unregister"}
 MAGICS = {"run", "load_ext", "reload_ext", "autoreload", "aimport", "load", "config", "env"}
-OTTER_INIT = ("import otter", "grader = otter.Notebook(")
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# Calls that run or rebuild code the reader cannot see (a runner is opaque unless its code is a literal string).
+RUNNERS = {"exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile"}
+LOADERS = {"marshal.loads", "marshal.load", "pickle.loads", "pickle.load", "_pickle.loads", "_pickle.load",
+           "dill.loads", "dill.load", "cloudpickle.loads", "cloudpickle.load"}
+CODE_BUILDERS = {"types.CodeType", "types.FunctionType", "types.LambdaType"}
+IMPORTERS = {"__import__", "builtins.__import__", "importlib.import_module", "importlib.__import__"}
+DECODERS = {"zlib.decompress", "bz2.decompress", "lzma.decompress", "gzip.decompress", "codecs.decode",
+            "bytes.fromhex", "binascii.unhexlify", "binascii.a2b_base64", "binascii.a2b_hex"}
 
 
 @dataclass(frozen=True)
@@ -181,13 +196,144 @@ def tampering(nb: nbformat.NotebookNode) -> list[Finding]:
     return findings
 
 
+# ---------------------------------------------------------------- what an answer reaches
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and the nodes of its own scope: not the insides of the defs, classes and lambdas in it."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from (child,) if isinstance(child, (*SCOPES, ast.Lambda)) else _own_nodes(child)
+
+
+def _import_bindings(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
+    """What an import binds: ``import a.b as x`` -> {x: a.b}, ``import a.b`` -> {a: a}, ``from a import b`` -> {b: a.b}
+    (relative and ``*`` imports bind nothing known)."""
+    if isinstance(node, ast.Import):
+        return {a.asname or a.name.split(".")[0]: a.name if a.asname else a.name.split(".")[0] for a in node.names}
+    if node.level or not node.module:
+        return {}
+    return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names if a.name != "*"}
+
+
+def _qualified(node: ast.AST, names: Mapping[str, str | None]) -> str | None:
+    """The dotted name an expression denotes (``F.unfold`` -> ``torch.nn.functional.unfold``), or None for an object
+    only known at run time (a variable, a call's result).
+
+    ``names`` maps a name to what it is bound to (None: a variable); a name it lacks stands for itself (a builtin, a
+    module the set-up imported). ``getattr``, ``import_module`` and ``__import__`` of a literal name are followed.
+    """
+    if isinstance(node, ast.Name):
+        return names.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        base = _qualified(node.value, names)
+        return f"{base}.{node.attr}" if base else None
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[-1], ast.Constant) and isinstance(
+            node.args[-1].value, str):
+        func, literal = _qualified(node.func, names), node.args[-1].value
+        if func == "getattr" and len(node.args) == 2:
+            base = _qualified(node.args[0], names)
+            return f"{base}.{literal}" if base else None
+        if func in ("importlib.import_module", "__import__") and len(node.args) == 1:
+            return literal if func == "importlib.import_module" else literal.split(".")[0]
+    return None
+
+
+def _global_names(trees: list[tuple[int, ast.Module]]) -> dict[str, str | None]:
+    """What the notebook's top-level names are bound to: imports and aliases (``P = vit_edu.patchify``) by their
+    object, variables, functions and classes None. A name bound both ways keeps its object: the scan errs towards
+    a flag."""
+    names: dict[str, str | None] = {}
+    for _, tree in trees:
+        for node in _own_nodes(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) or isinstance(node, SCOPES):
+                names[node.id if isinstance(node, ast.Name) else node.name] = None
+    for _, tree in trees:
+        for node in _own_nodes(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names |= _import_bindings(node)
+            elif isinstance(node, ast.Assign) and (value := _qualified(node.value, names)):
+                names |= {t.id: value for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _local_names(node: ast.AST) -> dict[str, str | None]:
+    """The names a definition or expression binds for itself: parameters, variables (None), imports (their object)."""
+    names: dict[str, str | None] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.arg):
+            names[n.arg] = None
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names[n.id] = None
+        elif isinstance(n, (*SCOPES, ast.ExceptHandler)) and n is not node and n.name:
+            names[n.name] = None
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            names |= _import_bindings(n)
+    return names
+
+
+def _tail(reference: str) -> str:
+    """A reference's name outside its module: from its class on (``EncoderBlock.forward``), else its last part."""
+    parts = reference.split(".")
+    first_class = next((i for i, part in enumerate(parts[1:], 1) if part[:1].isupper()), len(parts) - 1)
+    return ".".join(parts[first_class:])
+
+
+def _is_reference(qualified: str, reference: str) -> bool:
+    """Whether ``qualified`` names ``reference`` or its re-export by a parent package (``vit_edu.patchify``)."""
+    tail = _tail(reference)
+    return qualified == reference or qualified.endswith(f".{tail}") and reference.startswith(qualified[:-len(tail)])
+
+
+def _dynamic_owner(node: ast.AST, names: Mapping[str, str | None]) -> str | None:
+    """The object whose attributes ``node`` looks up by a computed name (``getattr(m, 'a' + 'b')``, ``vars(m)``,
+    ``m.__dict__``), where that object is known."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return _qualified(node.value, names)
+    if isinstance(node, ast.Call) and node.args and _qualified(node.func, names) in ("getattr", "vars"):
+        literal = len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+        return None if literal else _qualified(node.args[0], names)
+    return None
+
+
+def _unbound(node: ast.AST, names: Mapping[str, str | None]) -> str | None:
+    """``a.b.c`` as written, where ``a`` is bound nowhere in the notebook (a ``*`` import, a set-up it lacks)."""
+    if isinstance(node, ast.Attribute):
+        base = _unbound(node.value, names)
+        return f"{base}.{node.attr}" if base else None
+    return node.id if isinstance(node, ast.Name) and node.id not in names else None
+
+
+def _reach(node: ast.AST, names: Mapping[str, str | None], references: tuple[str, ...]) -> str | None:
+    """How ``node`` reaches one of ``references``, in words: by name or alias, by a name bound nowhere that a module
+    holding the reference exports, as the method of an object known only at run time (``x.unfold`` for
+    ``torch.Tensor.unfold``), or by a dynamic look-up in a module that holds one."""
+    qualified = _qualified(node, names) if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) else None
+    for ref in references:
+        if qualified and _is_reference(qualified, ref):
+            written = ast.unparse(node)
+            return f"uses {ref}" + ("" if written == ref else f" (as `{written}`)")
+    chain = _unbound(node, names)
+    for ref in references:
+        parts = ref.split(".")
+        if chain and any(_is_reference(".".join([*parts[:k], chain]), ref) for k in range(1, len(parts))):
+            return f"uses `{chain}`, perhaps {ref} (no cell binds `{chain.split('.')[0]}` by name)"
+    for ref in references:
+        if (isinstance(node, ast.Attribute) and "." in _tail(ref) and node.attr == ref.rsplit(".", 1)[1]
+                and _qualified(node.value, names) is None):
+            return f"uses `.{node.attr}` of an object, perhaps {ref}"
+    owner = _dynamic_owner(node, names)
+    held = [ref for ref in references if owner and ref.startswith(f"{owner}.")]
+    return f"has dynamic access to {owner} (`{ast.unparse(node)}`), which holds {held[0]}" if held else None
+
+
 def _answer_nodes(tree: ast.Module, name: str) -> list[ast.AST]:
     """The definition of ``name`` (a ``def``) or the values assigned to it, at the cell's top level."""
     nodes: list[ast.AST] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            defaults = [d for d in (*node.args.defaults, *node.args.kw_defaults) if d is not None]
-            nodes += [*node.body, *defaults]  # not the annotations: `block: vit_edu.EncoderBlock` is fine
+            nodes.append(node)
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
             nodes.append(node.value)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
@@ -196,22 +342,89 @@ def _answer_nodes(tree: ast.Module, name: str) -> list[ast.AST]:
     return nodes
 
 
+def _searched(node: ast.AST) -> list[ast.AST]:
+    """What of an answer runs: a def's body and defaults, not its annotations (``block: vit_edu.EncoderBlock``)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [*node.body, *(d for d in (*node.args.defaults, *node.args.kw_defaults) if d is not None)]
+    return [node]
+
+
+def _reaching(cell: int, answer: ast.AST, names: dict[str, str | None],
+              helpers: dict[str, tuple[int, ast.FunctionDef | ast.AsyncFunctionDef]],
+              references: tuple[str, ...]) -> Iterator[Finding]:
+    """Where an answer, or a function of the notebook it calls (at any depth), reaches a reference."""
+    todo, seen = [(cell, answer, "")], set()
+    while todo:
+        cell, node, via = todo.pop()
+        local = _local_names(node)
+        scope = {**names, **local}
+        for part in _searched(node):
+            for n in ast.walk(part):
+                if what := _reach(n, scope, references):
+                    yield Finding(cell, f"{what}{via}")
+            called = {n.id for n in ast.walk(part) if isinstance(n, ast.Name) and n.id in helpers} - set(local) - seen
+            seen |= called
+            todo += [(*helpers[name], f" through `{name}`") for name in sorted(called)]
+
+
 def reference_uses(nb: nbformat.NotebookNode, answers: dict[str, tuple[str, ...]],
                    references: dict[str, tuple[str, ...]]) -> dict[str, list[Finding]]:
-    """Question -> places where its answer names its own reference (``patchify`` for ``vit_edu.patches.patchify``)."""
+    """Question -> the places where its answer reaches one of its references, for review (the references are gone
+    from the question's process: reaching one earns nothing, and a flag is no verdict)."""
     trees = _trees(nb)
+    names = _global_names(trees)
+    helpers = {node.name: (i, node) for i, tree in trees for node in _own_nodes(tree)
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     out: dict[str, list[Finding]] = {}
-    for question, names in answers.items():
-        forbidden = {ref.split(".")[-1] for ref in references.get(question, ())}
-        forbidden |= {ref.split(".")[-2] for ref in references.get(question, ()) if ref.count(".") >= 2
-                      and ref.split(".")[-2][:1].isupper()}  # a method's class: EncoderBlock for .forward
-        if not forbidden:
+    for question, answer_names in answers.items():
+        refs = tuple(references.get(question, ()))
+        if not refs:
             continue
         for i, tree in trees:
-            for name in names:
-                for node in _answer_nodes(tree, name):
-                    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                    used |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
-                    for ref in sorted(used & forbidden):
-                        out.setdefault(question, []).append(Finding(i, f"`{name}` uses {ref}, the book's reference"))
-    return out
+            for name in answer_names:
+                others = {k: v for k, v in helpers.items() if k != name}
+                for answer in _answer_nodes(tree, name):
+                    out.setdefault(question, []).extend(
+                        Finding(f.cell, f"`{name}` {f.what}") for f in _reaching(i, answer, names, others, refs))
+    return {q: list(dict.fromkeys(found)) for q, found in out.items() if found}
+
+
+# ---------------------------------------------------------------- code that hides what it runs
+
+
+def _opaque_call(callee: str, node: ast.Call) -> str | None:
+    """Why a call hides the code it runs, or None."""
+    first = node.args[0] if node.args else None
+    literal = isinstance(first, ast.Constant) and isinstance(first.value, (str, bytes))
+    if callee in RUNNERS and not literal:
+        return f"{callee} of code computed at run time"
+    if callee in LOADERS:
+        return f"{callee}: code or objects rebuilt from bytes"
+    if callee in CODE_BUILDERS or callee.endswith("__code__.replace"):
+        return f"{callee}: a function or code object built from data"
+    if callee in IMPORTERS and not literal:
+        return f"{callee} of a computed name"
+    return None
+
+
+def _is_decoder(callee: str) -> bool:
+    """Whether a call turns encoded or compressed data back into bytes (base64, zlib, codecs, hex)."""
+    return callee in DECODERS or callee.startswith("base64.") and "decode" in callee
+
+
+def opaque_code(source: str) -> list[str]:
+    """The reasons an answer's code hides what it runs (``exec`` of a computed string, ``marshal.loads``, a code
+    object built from data, a computed import), for review; [] for code that shows what it does."""
+    tree = _parse(source)
+    if tree is None:
+        return []
+    names: dict[str, str | None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= _import_bindings(node)
+    calls = [(_qualified(n.func, names) or _dotted(n.func), n) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    found = [(callee, why) for callee, node in calls if (why := _opaque_call(callee, node))]
+    reasons = [why for _, why in found]
+    if any(callee not in IMPORTERS for callee, _ in found):
+        reasons += [f"{callee} decodes data that it runs" for callee, _ in calls if _is_decoder(callee)]
+    return list(dict.fromkeys(reasons))
