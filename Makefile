@@ -188,29 +188,28 @@ define need_secret
 hidden input is drawn: HOMEWORK_SECRET_FILE=path (kept outside the repository) or HOMEWORK_SECRET=..."; exit 2; }
 endef
 
-# make homework [HOMEWORK_SECRET_FILE=...]: the student notebooks; with the secret, also the autograder zips
-# (hidden checks drawn from it) in _build/grading/autograder, for Gradescope or make grade.
+# make homework [HOMEWORK_SECRET_FILE=...]: the student notebooks; with the secret, also the Gradescope zips in
+# _build/grading/autograder (private: they hold the solutions and the secret).
 homework: $(HOMEWORK_BUILT)
 	@if [ -n "$(HOMEWORK_SECRET)$(HOMEWORK_SECRET_FILE)" ]; then \
 	  HOMEWORK_SECRET="$(HOMEWORK_SECRET)" $(PY) -m vit_edu.homework.build book/homework $(GRADING) \
 	    $(if $(HOMEWORK_SECRET_FILE),--secret-file "$(HOMEWORK_SECRET_FILE)"); fi
-	@echo "Student notebooks: _build/homework/student; autograders (with the secret): $(GRADING)/autograder"
+	@echo "Student notebooks: _build/homework/student; Gradescope zips (with the secret): $(GRADING)/autograder"
 
 # The public examples shipped with the package (vit_edu/homework/public/*.json), from the instructor's modules.
 homework-public: $(STAMP)
 	$(PY) -m vit_edu.homework.build book/homework --public
 
 # make grade SUBMISSIONS=folder HOMEWORK_SECRET_FILE=... [GRADES=file.csv] [JOBS=2]: one CSV row, one feedback
-# file and one executed notebook per notebook, each question graded in a sandbox of its own; the folder is never
-# modified.
+# file and one executed notebook per notebook, each question graded in a sandbox of its own, hidden inputs drawn
+# per student from the secret; the folder is never modified. Exit status 1 when the grader failed on a row.
 JOBS ?= 1
-grade: $(STAMP)
+grade: $(HOMEWORK_BUILT)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder-of-notebooks HOMEWORK_SECRET_FILE=path \
 	[GRADES=grades.csv] [JOBS=2]"; exit 2; }
 	$(call need_secret,make grade)
-	@HOMEWORK_SECRET="$(HOMEWORK_SECRET)" $(PY) -m vit_edu.homework.build book/homework $(GRADING) \
-	  $(if $(HOMEWORK_SECRET_FILE),--secret-file "$(HOMEWORK_SECRET_FILE)")
-	$(PY) -m vit_edu.homework.grade "$(SUBMISSIONS)" --homework-dir $(GRADING) --out "$(GRADES)" --jobs $(JOBS)
+	@HOMEWORK_SECRET="$(HOMEWORK_SECRET)" $(PY) -m vit_edu.homework.grade "$(SUBMISSIONS)" --homework-dir _build/homework \
+	  --out "$(GRADES)" --jobs $(JOBS) $(if $(HOMEWORK_SECRET_FILE),--secret-file "$(HOMEWORK_SECRET_FILE)")
 
 # The site with the homework masters (solutions, hidden tests) in place of the student pages.
 book-instructor: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
@@ -222,7 +221,7 @@ book-instructor: $(STAMP) $(MATHJAX) $(ORT) $(TRYIT) $(HOMEWORK_BUILT)
 # The homework tests alone (they are also part of make unit / make test).
 test-homework: $(STAMP)
 	$(PY) -m pytest tests/test_homework.py tests/test_gradescope.py tests/test_sandbox.py tests/test_copies.py \
-	  tests/test_plain.py tests/test_checks.py tests/test_strip.py tests/test_feedback_*.py -q -p no:cacheprovider --timeout=900
+	  tests/test_plain.py tests/test_checks.py tests/test_strip.py tests/test_feedback_*.py tests/test_grade_commands.py -q -p no:cacheprovider --timeout=900
 
 # Grading throughput (--jobs 1 and 2), the cost of the per-question processes, peak memory (a benchmark).
 bench-grade: $(STAMP)

@@ -24,7 +24,8 @@ import pytest
 
 from vit_edu.homework.build import build_homework
 from vit_edu.homework.checks import Example, fmt
-from vit_edu.homework.grade import Limits, Row, csv_cell, feedback_markdown, grade_folder, write_csv, write_feedback
+from vit_edu.homework.grade import Homework, Limits, Row, csv_cell, feedback_markdown, grade_folder, write_csv, \
+    write_feedback
 from vit_edu.homework.sandbox import sandbox_problem
 from vit_edu.homework.strip import PACKAGE
 
@@ -146,27 +147,27 @@ def hw1(built: Path, answers: dict[str, str] | None = None, extra: list[str] = (
     return answered(built / "student" / f"{HW1}.ipynb", MASTERS / f"{HW1}.ipynb", answers, extra)
 
 
-def hidden_data(built: Path, name: str) -> dict:
-    with zipfile.ZipFile(built / "autograder" / f"{name}.zip") as z:
-        return json.loads(z.read(f"files/hidden_{name}.json"))
+def hidden_data(built: Path, name: str, student: str = f"{HW1}.ipynb", secret: str = SECRET) -> dict:
+    """The questions of ``name`` with the hidden checks drawn for ``student`` (a file name, as make grade draws)."""
+    return Homework.load(built, name).questions_for(secret, student)
 
 
-def hidden_inputs(built: Path, names: list[str]) -> set[str]:
+def hidden_inputs(built: Path, names: list[str], student: str = f"{HW1}.ipynb", secret: str = SECRET) -> set[str]:
     """The first numbers of every hidden input tensor (drawn from the secret), as a feedback message would show them."""
-    return {fmt(a) for name in names for spec in hidden_data(built, name)["questions"].values()
+    return {fmt(a) for name in names for spec in hidden_data(built, name, student, secret).values()
             for check in spec["checks"] for data in check["examples"]
             for a in Example.from_data(data).args or [] if hasattr(a, "numel") and a.numel() > 3 and a.is_floating_point()}
 
 
-def hidden_marks(built: Path, names: list[str]) -> set[str]:
+def hidden_marks(built: Path, names: list[str], student: str = f"{HW1}.ipynb") -> set[str]:
     """Texts only the hidden checks hold: their inputs' numbers and their calls as the grader names them."""
-    calls = {Example.from_data(data).what for name in names for spec in hidden_data(built, name)["questions"].values()
+    calls = {Example.from_data(data).what for name in names for spec in hidden_data(built, name, student).values()
              for check in spec["checks"] for data in check["examples"] if data["args"] is not None}
-    return hidden_inputs(built, names) | {c for c in calls if c}
+    return hidden_inputs(built, names, student) | {c for c in calls if c}
 
 
 def points(built: Path, name: str) -> float:
-    return sum(c["points"] for q in hidden_data(built, name)["questions"].values() for c in q["checks"])
+    return sum(c["points"] for q in hidden_data(built, name).values() for c in q["checks"])
 
 
 @pytest.fixture(scope="session")
@@ -212,7 +213,8 @@ def graded(built, tmp_path_factory):
     package_before = package_digest()
     start = time.monotonic()
     pairs: list = []
-    rows = grade_folder(subs, built, limits=Limits(notebook_seconds=240, memory_mb=4096, processes=48, disk_mb=1024),
+    rows = grade_folder(subs, built, SECRET,
+                        limits=Limits(notebook_seconds=240, memory_mb=4096, processes=48, disk_mb=1024),
                         jobs=2, executed=tmp_path_factory.mktemp("executed"), pairs=pairs)
     seconds = time.monotonic() - start
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in regular}
@@ -254,27 +256,27 @@ def test_student_notebooks_have_no_solutions_or_hidden_checks(built):
         assert "hidden: true" not in text and "check_hidden" not in text and "hidden_" not in text
 
 
-def test_autograder_zip_carries_the_hidden_checks_as_data_and_what_installs_them(built):
+def test_gradescope_zip_carries_the_grader_and_no_otter_tests(built):
     for name in NAMES:
         with zipfile.ZipFile(built / "autograder" / f"{name}.zip") as z:
             files = set(z.namelist())
-            (wheel,) = [f for f in files if f.startswith("files/vit_edu-") and f.endswith(".whl")]
             env = z.read("environment.yml").decode()
-            tests = {f: z.read(f).decode() for f in files if f.startswith("tests/")}
-            assert not [f for f in files if f.endswith(".py") and "hidden" in f], "no hidden code, only data"
-        assert f"file:///autograder/source/{wheel}" in env and "torch==" in env and "otter-grader[grading]==" in env
-        data = hidden_data(built, name)
-        assert sum(t.count("hidden=True") for t in tests.values()) == sum(len(q["checks"]) for q in
-                                                                             data["questions"].values())
-        for question, spec in data["questions"].items():  # the public test is worth 0, each hidden check its points
-            assert f"points = {[0, *(c['points'] for c in spec['checks'])]}" in tests[f"tests/{question}.py"]
+            run = z.read("run_autograder").decode()
+            setup = z.read("setup.sh").decode()
+        assert not [f for f in files if f.startswith("tests/")] and "run_otter.py" not in files
+        assert {f"homework/source/{name}.ipynb", f"homework/source/hidden/{name}.py", f"homework/student/{name}.ipynb",
+                "homework/secret"} <= files
+        assert "vit-edu" not in env and "torch==" in env, "the grader's package is not in the shared environment"
+        assert "vit_edu.homework.gradescope" in run and "chmod -R go-rwx /autograder/source" in run
+        assert "bubblewrap" in setup
 
 
-def test_hidden_inputs_come_from_the_secret(tmp_path, built):
-    other = tmp_path / "other"
-    build_homework(MASTERS, other, "another course's secret")
-    mine, theirs = hidden_inputs(built, NAMES), hidden_inputs(other, NAMES)
+def test_hidden_inputs_come_from_the_secret_and_the_student(tmp_path, built):
+    mine, theirs = hidden_inputs(built, [HW1, "hw4_beyond"]), hidden_inputs(built, [HW1, "hw4_beyond"],
+                                                                            secret="another course's secret")
     assert len(mine) > 20 and not mine & theirs
+    classmate = hidden_inputs(built, [HW1, "hw4_beyond"], student="classmate.ipynb")
+    assert len(classmate) > 20 and not mine & classmate, "no two students share a hidden input"
     none = tmp_path / "none"
     build_homework(MASTERS, none)  # no secret: student notebooks, no autograders
     assert (none / "student" / f"{HW1}.ipynb").exists() and not (none / "autograder").exists()
@@ -290,6 +292,7 @@ def test_nothing_students_get_holds_a_hidden_input_or_a_solution(built):
     marks = hidden_marks(built, NAMES)
     assert len(marks) > 20
     assert all(leaks((MASTERS / f"{name}.ipynb").read_text(), [name]) for name in NAMES), "the masters hold them"
+    assert not list(built.glob("wheel/*hidden*")), "no hidden module in what students install"
     for where, text in {**shipped, **students}.items():
         assert not [m for m in marks if m in text], where
         assert not leaks(text, NAMES), f"{where} holds the instructor's code or answers: {leaks(text, NAMES)[:3]}"
@@ -378,12 +381,13 @@ def test_bad_files_fail_their_row_only(graded):
         assert row["status"] == "failed" and "not a readable notebook" in row["error"]
 
 
-def test_every_row_has_a_feedback_file_without_hidden_inputs(graded, built):
+def test_every_row_has_a_feedback_file_without_hidden_inputs_or_paths(graded, built):
     assert len(graded["feedback"]) == len(graded["rows"])
-    marks = hidden_marks(built, NAMES)
-    for path in graded["feedback"]:
+    for path, row in zip(graded["feedback"], graded["rows"]):
         text = path.read_text()
+        marks = hidden_marks(built, [row.assignment], row.submission) if row.assignment == HW1 else set()
         assert "Score:" in text and not [m for m in marks if m in text], path.name
+        assert "Traceback" not in text and str(ROOT) not in text and "/tmp/" not in text, path.name
 
 
 def test_copies_of_the_solution_are_reported_and_untouched_notebooks_are_not(graded):
@@ -395,24 +399,25 @@ def test_copies_of_the_solution_are_reported_and_untouched_notebooks_are_not(gra
 # ---------------------------------------------------------------- the command line
 
 
-def test_grade_command_line_writes_csv_feedback_and_the_copies_report(built, tmp_path):
+def test_grade_command_line_writes_csv_feedback_and_the_copies_report(built, tmp_path, monkeypatch):
     from vit_edu.homework.grade import main
 
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "not_homework.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4,
                                                           "nbformat_minor": 5}))
-    main([str(subs), "--homework-dir", str(built), "--out", str(tmp_path / "g.csv")])
+    monkeypatch.setenv("HOMEWORK_SECRET", SECRET)
+    assert main([str(subs), "--homework-dir", str(built), "--out", str(tmp_path / "g.csv")]) == 0
     rows = list(csv.DictReader(open(tmp_path / "g.csv")))
     assert len(rows) == 1 and rows[0]["status"] == "failed" and "--assignment" in rows[0]["error"]
     assert len(list((tmp_path / "g_feedback").glob("*.md"))) == 1
     assert "for review" in (tmp_path / "g_copies.md").read_text()
 
 
-def test_grading_without_autograders_says_how_to_build_them(tmp_path):
-    (tmp_path / "autograder").mkdir()
-    with pytest.raises(FileNotFoundError, match="HOMEWORK_SECRET"):
-        grade_folder(tmp_path, tmp_path)
+def test_grading_without_the_homework_or_the_secret_says_how_to_get_them(tmp_path):
+    (tmp_path / "source").mkdir()
+    with pytest.raises(FileNotFoundError, match="make homework"):
+        grade_folder(tmp_path, tmp_path, SECRET)
     done = subprocess.run(["make", "grade", "SUBMISSIONS=" + str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items() if not k.startswith("HOMEWORK_SECRET")})
     assert done.returncode != 0 and "secret" in done.stdout + done.stderr
@@ -426,8 +431,13 @@ def test_no_sandbox_refuses_clearly_unless_asked(built, tmp_path, monkeypatch):
     write(hw1(built), subs / f"{HW1}.ipynb")
     monkeypatch.setattr(grade, "sandbox_problem", lambda: "bubblewrap (bwrap) is not installed")
     with pytest.raises(RuntimeError, match="bwrap.*--no-sandbox"):
-        grade_folder(subs, built)
-    (row,) = grade_folder(subs, built, sandboxed=False)
+        grade_folder(subs, built, SECRET)
+    if os.geteuid() == 0 and os.stat(ROOT).st_mode & 0o005:
+        # Without bubblewrap, a root grader runs the questions as an unprivileged user, who can read a checkout
+        # that others may read, and so the book's references: the run refuses before any student.
+        with pytest.raises(RuntimeError, match="not safe here.*chmod 700"):
+            grade_folder(subs, built, SECRET, sandboxed=False)
+    (row,) = grade_folder(subs, built, SECRET, sandboxed=False, preflight=False)
     assert row.status == "graded" and row.total == row.possible == points(built, HW1)
 
 

@@ -7,13 +7,15 @@ What students get is generic code and data, never a solution:
   runs, on the examples in ``public/`` (:mod:`~vit_edu.homework.plain` is their encoding).
 
 The instructor's side (``book/homework/hidden/<name>.py`` computes every example with the book's references;
-:mod:`~vit_edu.homework.assignment` holds them and draws hidden inputs from the course's secret):
+:mod:`~vit_edu.homework.assignment` holds them and draws hidden inputs from the course's secret and the student):
 
-- :mod:`~vit_edu.homework.build`: ``make homework``: student notebooks, the public examples, autograder zips.
-- :mod:`~vit_edu.homework.grade`: grading a folder: each question in its own sandboxed process
-  (:mod:`~vit_edu.homework.harness`, in a package without its references, :mod:`~vit_edu.homework.strip`), judged
-  outside; the whole notebook run for its outputs (:mod:`~vit_edu.homework.runner`); a static reading
-  (:mod:`~vit_edu.homework.scan`); copies (:mod:`~vit_edu.homework.copies`); :mod:`~vit_edu.homework.selfcheck`
-  grades a master's own solutions.
-- :mod:`~vit_edu.homework.sandbox`: bubblewrap, unprivileged even for a root grader, limits for the whole sandbox.
+- :mod:`~vit_edu.homework.build`: ``make homework``: student notebooks, the public examples, the Gradescope zips.
+- :mod:`~vit_edu.homework.grade`: grading a folder (``make grade``; the zip's :mod:`~vit_edu.homework.gradescope`
+  runs the same): after a self-check (:mod:`~vit_edu.homework.selfcheck`), each question in a process of its own
+  (:mod:`~vit_edu.homework.harness`, in a package without its references, :mod:`~vit_edu.homework.strip`; served
+  by :mod:`~vit_edu.homework.zygote`), judged outside; the whole notebook run for its outputs
+  (:mod:`~vit_edu.homework.runner`); flags for review (:mod:`~vit_edu.homework.scan`); copies
+  (:mod:`~vit_edu.homework.copies`).
+- :mod:`~vit_edu.homework.sandbox`: bubblewrap from an allow-list, unprivileged even for a root grader, limits for
+  the whole sandbox counted by the kernel where a cgroup can be had.
 """

@@ -1,17 +1,19 @@
 """``make homework``: from each master, the student notebook, the instructor's master and, with the course's
-secret, the autograder zip.
+secret, the Gradescope zip.
 
 ``python -m vit_edu.homework.build book/homework _build/homework [--secret-file F]``. For every
 ``book/homework/hw*.ipynb``, the instructor's module ``book/homework/hidden/<name>.py`` builds the questions
-(:mod:`vit_edu.homework.assignment`): their public examples and, with the secret, their hidden checks.
+(:mod:`vit_edu.homework.assignment`) and their public examples; hidden inputs are drawn per student when grading.
 
-1. The master's public test cells call :func:`vit_edu.homework.checks.check`; with the secret, each hidden check
-   becomes a hidden otter test cell with its points (the public tests are worth 0). The generated master is in
-   ``_build/homework/masters/<name>.ipynb`` (the instructor's site shows it).
-2. ``otter assign`` turns it into the student notebook (no solutions, no hidden checks) and, with the secret, the
-   autograder zip, which carries what otter needs on Gradescope: the hidden checks as data
-   (``hidden_<name>.json``, with the set-up cells the grader runs before each question), the ``vit_edu`` wheel and
-   the pinned requirements that install it.
+1. The master's public test cells call :func:`vit_edu.homework.checks.check`; the generated master, with each
+   question's points, is in ``_build/homework/masters/<name>.ipynb`` (the instructor's site shows it).
+2. ``otter assign`` turns it into the student notebook (no solutions) in ``student/``.
+3. ``source/`` keeps the masters and their hidden modules: what the grader draws each student's hidden checks
+   with (:class:`vit_edu.homework.grade.Homework`).
+4. With the secret, ``autograder/<name>.zip`` for Gradescope: otter's ``setup.sh`` and environment (without
+   ``vit_edu``), bubblewrap, the ``vit_edu`` wheel, ``source/``, the student notebook and the secret, and a
+   ``run_autograder`` that runs the same grader as ``make grade`` (:mod:`vit_edu.homework.gradescope`). The zip is
+   the instructor's: it holds the solutions and the secret.
 
 ``--public`` writes the public examples into ``vit_edu/homework/public/`` instead (``make homework-public``).
 """
@@ -26,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -33,15 +36,15 @@ from types import ModuleType
 import nbformat
 
 from vit_edu.book.launch import TAG as SETUP_TAG
-from vit_edu.homework.assignment import SECRET_ENV, Assignment, drawer, read_secret
+from vit_edu.homework.assignment import SECRET_ENV, Assignment, read_secret
 from vit_edu.homework.checks import PUBLIC
 
 ROOT = Path(__file__).resolve().parents[2]
 OTTER_INIT = "# Initialize Otter"
 # What the autograder's environment installs, pinned as in requirements.txt: the package's own dependencies,
-# otter's grading extra and the kernel.
+# otter's grading extra, the kernel and the copy check.
 RUNTIME = ("torch", "torchvision", "numpy", "matplotlib", "einops", "ipython", "ipywidgets", "tqdm", "ipykernel",
-           "nbformat", "nbconvert", "otter-grader")
+           "nbformat", "nbconvert", "otter-grader", "copydetect")
 
 
 def pinned_requirements(requirements: Path, wheel: Path) -> list[str]:
@@ -116,16 +119,9 @@ def public_test_source(question: str, answers: tuple[str, ...]) -> str:
                                            f"    check({question!r}, {kwargs})\n")
 
 
-def hidden_test_source(assignment: str, question: str, answers: tuple[str, ...], index: int) -> str:
-    """One hidden otter test cell: the check's data from the zip, run and judged in the kernel (otter's way)."""
-    kwargs = ", ".join(f"{a}={a}" for a in answers)
-    return test_cell(question, answers, index + 1, "    from vit_edu.homework.checks import check_hidden\n"
-                     f"    check_hidden('hidden_{assignment}.json', {question!r}, {index}, {kwargs})\n")
-
-
 def generated_master(master: Path, assignment: Assignment, files: list[str]) -> nbformat.NotebookNode:
-    """The master with the public check cells written from the questions, the hidden checks (when the assignment
-    has them, that is with a secret) as hidden test cells, each question's points and the autograder's files."""
+    """The master with the public check cells written from the questions, each question's points (its hidden
+    checks', drawn per student when grading) and the autograder's files."""
     nb = nbformat.read(str(master), as_version=4)
     config = nb.cells[0]
     if not config.source.startswith("# ASSIGNMENT CONFIG"):
@@ -142,13 +138,10 @@ def generated_master(master: Path, assignment: Assignment, files: list[str]) -> 
             if question is None:
                 raise ValueError(f"{master}: question {cell.source.split()[-1]!r} has no checks in its hidden module")
             cell.source = re.sub(r"\npoints:.*", "", cell.source).rstrip() + \
-                f"\npoints: {[0, *(c.points for c in question.checks)] if question.checks else 0}\n"
+                f"\npoints: {question.points:g}\n"
             seen.add(question.name)
         if cell.cell_type == "code" and cell.source.startswith("def test_") and question is not None:
             cell.source = public_test_source(question.name, question.answers)
-        if cell.cell_type == "raw" and cell.source.strip() == "# END TESTS" and question is not None:
-            cells += [nbformat.v4.new_code_cell(hidden_test_source(assignment.name, question.name, question.answers, i))
-                      for i in range(len(question.checks))]
         cells.append(cell)
     if seen != set(assignment.questions):
         raise ValueError(f"{master.stem}'s hidden module checks questions the master lacks: "
@@ -175,26 +168,62 @@ def given_cells(master: Path) -> dict[str, list[str]]:
     return out
 
 
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this as root after setup.sh: the same grader as make grade, on /autograder/submission.
+# The questions run as an unprivileged user (in bubblewrap where the container allows it); the judge, the secret,
+# the hidden modules and the grader's own vit_edu stay root's (mode 0700).
+set -euo pipefail
+PYTHON="${{AUTOGRADER_PYTHON:-/root/miniforge3/envs/otter-env/bin/python}}"
+cd /  # no folder that holds a vit_edu first on the path
+umask 077
+chmod -R go-rwx /autograder/source
+if [ ! -d /autograder/judge ]; then
+  "$PYTHON" -m pip install --quiet --no-deps --no-index --disable-pip-version-check --target /autograder/judge \\
+    /autograder/source/files/{wheel}
+fi
+chmod 700 /autograder/judge
+# The questions' user runs the environment's python: it may pass through /root, not read it.
+chmod o+x /root 2> /dev/null || true
+PYTHONPATH=/autograder/judge exec "$PYTHON" -m vit_edu.homework.gradescope --assignment {name}
+"""
+SETUP_EXTRA = """
+# vit_edu's grader: bubblewrap for the questions' sandboxes, setpriv and prlimit (util-linux) to drop privileges.
+apt-get install -y bubblewrap util-linux
+"""
+
+
+def autograder_zip(name: str, otter_zip: Path, wheel: Path, masters: Path, student: Path, secret: str,
+                   dest: Path) -> None:
+    """The Gradescope zip: otter's set-up without ``vit_edu`` in the environment, and the grader's own files."""
+    with zipfile.ZipFile(otter_zip) as z:
+        setup = z.read("setup.sh").decode()
+        environment = z.read("environment.yml").decode()
+    environment = "".join(line for line in environment.splitlines(keepends=True) if "vit-edu @" not in line)
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("setup.sh", setup.rstrip() + "\n" + SETUP_EXTRA)
+        z.writestr("environment.yml", environment)
+        info = zipfile.ZipInfo("run_autograder")
+        info.external_attr = 0o755 << 16
+        z.writestr(info, RUN_AUTOGRADER.format(wheel=wheel.name, name=name))
+        z.write(wheel, f"files/{wheel.name}")
+        z.write(masters / f"{name}.ipynb", f"homework/source/{name}.ipynb")
+        z.write(masters / "hidden" / f"{name}.py", f"homework/source/hidden/{name}.py")
+        z.write(student, f"homework/student/{name}.ipynb")
+        z.writestr("homework/secret", secret + "\n")
+
+
 def build_homework(masters: Path, out: Path, secret: str | None = None) -> list[str]:
-    """Student notebooks in ``out/student``, generated masters in ``out/masters``; with the course's ``secret``,
-    the hidden checks drawn from it and the autograder zips in ``out/autograder``."""
+    """Student notebooks in ``out/student``, generated masters in ``out/masters``, the masters and their hidden
+    modules in ``out/source``; with the course's ``secret``, the Gradescope zips in ``out/autograder``."""
+    masters, out = masters.resolve(), out.resolve()
     wheel = build_wheel(out / "wheel")
     names = []
     for master in sorted(masters.glob("hw*.ipynb")):
         name = master.stem
         work = out / "masters"
         work.mkdir(parents=True, exist_ok=True)
-        assignment = make_assignment(masters, name, drawer(secret, name) if secret else public_draw)
-        if not secret:
-            for q in assignment.questions.values():
-                q.checks = []
+        assignment = make_assignment(masters, name, public_draw)
         files = [wheel.name]
-        if secret:
-            data = assignment.data()
-            for q, cells in given_cells(master).items():
-                data["questions"][q]["given"] = cells
-            (work / f"hidden_{name}.json").write_text(json.dumps(data))
-            files.insert(0, f"hidden_{name}.json")
         shutil.copyfile(wheel, work / wheel.name)
         (work / "requirements.txt").write_text("\n".join(pinned_requirements(ROOT / "requirements.txt", wheel)) + "\n")
         nbformat.write(generated_master(master, assignment, files), str(work / f"{name}.ipynb"))
@@ -202,15 +231,10 @@ def build_homework(masters: Path, out: Path, secret: str | None = None) -> list[
         shutil.rmtree(dist, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "otter", "assign", f"{name}.ipynb", str(dist.resolve())], cwd=work,
                        check=True, stdout=subprocess.DEVNULL)
-        targets = [("student", f"{name}.ipynb", f"{name}.ipynb")]
-        if secret:
-            targets.append(("autograder", f"{name}-autograder_*.zip", f"{name}.zip"))
-        for sub, pattern, target in targets:
-            (found,) = sorted((dist / sub).glob(pattern))
-            (out / sub).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(found, out / sub / target)
+        (out / "student").mkdir(parents=True, exist_ok=True)
+        (found,) = sorted((dist / "student").glob(f"{name}.ipynb"))
         student = out / "student" / f"{name}.ipynb"
-        nb = nbformat.read(str(student), as_version=4)
+        nb = nbformat.read(str(found), as_version=4)
         # The page opens with the title and instructions, then the set-up cell (it installs otter where it is
         # missing), then otter's init cell, which otter assign puts first.
         init = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith(OTTER_INIT))
@@ -218,6 +242,14 @@ def build_homework(masters: Path, out: Path, secret: str | None = None) -> list[
         nb.cells.remove(init)
         nb.cells.insert(nb.cells.index(setup) + 1, init)
         nbformat.write(nb, str(student))
+        source = out / "source"
+        (source / "hidden").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(master, source / master.name)
+        shutil.copyfile(masters / "hidden" / f"{name}.py", source / "hidden" / f"{name}.py")
+        if secret:
+            (out / "autograder").mkdir(parents=True, exist_ok=True)
+            (otter_zip,) = sorted((dist / "autograder").glob(f"{name}-autograder_*.zip"))
+            autograder_zip(name, otter_zip, wheel, masters, student, secret, out / "autograder" / f"{name}.zip")
         names.append(name)
     if not names:
         raise FileNotFoundError(f"no hw*.ipynb masters in {masters}")
@@ -247,8 +279,9 @@ def main(argv: list[str] | None = None) -> None:
             p.exit(2, f"{p.prog}: {e}\n")
     names = build_homework(args.masters, args.out, secret)
     print(f"{', '.join(names)}: student notebooks in {args.out / 'student'}, masters in {args.out / 'masters'}" +
-          (f", autograders with the hidden checks in {args.out / 'autograder'}" if secret else
-           f"; no autograders (no secret: set {SECRET_ENV} or pass --secret-file to build them)"))
+          (f", Gradescope zips (keep them private: they hold the solutions and the secret) in "
+           f"{args.out / 'autograder'}" if secret else
+           f"; no Gradescope zips (no secret: set {SECRET_ENV} or pass --secret-file to build them)"))
 
 
 if __name__ == "__main__":

@@ -263,9 +263,3 @@ def check(question: str, **answers: Any) -> None:
     if examples is None:
         raise KeyError(f"no public check named {question!r}; have {sorted(public_examples())}")
     _run_and_judge(examples, answers)
-
-
-def check_hidden(path: str | Path, question: str, index: int, **answers: Any) -> None:
-    """One hidden check in the student's own kernel, from the instructor's data file (otter's autograder zip)."""
-    spec = json.loads(Path(path).read_text())["questions"][question]["checks"][index]
-    _run_and_judge([Example.from_data(e) for e in spec["examples"]], answers)

@@ -288,11 +288,15 @@ def _system() -> list[str]:
 
 def _binds(system: Sequence[str], readonly: Sequence[tuple[Path, Path]]) -> list[tuple[str, str]]:
     """The read-only binds besides the system's, (host source, sandbox destination): the Python installation's
-    ``bin`` and ``lib`` (not its whole prefix, which may be ``/usr/local``), the virtual environment, the caller's."""
+    ``bin`` and ``lib`` (not its whole prefix, which may be ``/usr/local``), the virtual environment, other folders of
+    installed packages on the import path, the caller's."""
     base = Path(sys.base_prefix).resolve()
     python = [str(base / name) for name in ("bin", "lib", "lib64") if (base / name).is_dir()]
     if sys.prefix != sys.base_prefix:
         python.append(str(Path(sys.prefix).resolve()))
+    # Installed packages the import path names besides (a .pth file's folder of another environment, say).
+    python += [str(Path(p).resolve()) for p in sys.path if p.endswith(("site-packages", "dist-packages"))
+               and os.path.isdir(p) and not any(_under(str(Path(p).resolve()), q) for q in python)]
     checkout = _checkout()
     shown = [p for p in python if any(_under(p, top) for top in system) and not (checkout and _under(p, checkout))]
     python = [p for p in dict.fromkeys(python) if p not in shown]  # (one in the checkout goes back over its mask)
