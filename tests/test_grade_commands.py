@@ -29,8 +29,9 @@ from homework_helpers import answered
 ROOT = Path(__file__).resolve().parents[1]
 HW1 = "hw1_tokens"
 SECRET = "a course secret for the command tests"
-pytestmark = pytest.mark.skipif(sandbox_problem() is not None and "CI" not in os.environ,
-                                reason=f"no sandbox here: {sandbox_problem()}")
+pytestmark = [pytest.mark.skipif(sandbox_problem() is not None and "CI" not in os.environ,
+                                 reason=f"no sandbox here: {sandbox_problem()}"),
+              pytest.mark.timeout(1800)]  # make homework in a fresh clone, then a folder graded
 NO_PERMUTE = ("def my_patchify(images, patch_size):\n    b, c, h, w = images.shape\n"
               "    return images.reshape(b, (h // patch_size) * (w // patch_size), c * patch_size * patch_size)\n")
 
@@ -195,7 +196,7 @@ def test_make_grade_as_an_unprivileged_user(first_clone):
         pytest.skip("run as root to start make as another user")
     entry = pwd.getpwnam("nobody")
     runs = subprocess.run(["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups", "--",
-                           sys.executable, "-c", "import torch"], capture_output=True)
+                           "sh", "-c", 'exec "$0" -c "import torch"', sys.executable], capture_output=True)
     if runs.returncode != 0:
         pytest.skip(f"this Python ({sys.base_prefix}) cannot be run by another user here")
     with tempfile.TemporaryDirectory(prefix="vit_edu_cmd_") as tmp:

@@ -34,7 +34,8 @@ from test_homework import MASTERS, NO_PERMUTE, SECRET
 
 pytestmark = [pytest.mark.skipif(sandbox_problem() is not None and "CI" not in os.environ,
                                  reason=f"no sandbox here: {sandbox_problem()}"),
-              pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope runs run_autograder as root")]
+              pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope runs run_autograder as root"),
+              pytest.mark.timeout(1800)]  # an environment built offline, then five runs of the zip
 NAME = "hw1_tokens"
 STUDENT = "12345"
 DOCKER_CAPABILITIES = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
