@@ -146,10 +146,10 @@ def main() -> None:
     references = request.get("take_away", [])
     for dotted in references:
         take_away(dotted)
-        if dotted.startswith("einops."):
-            import einops  # noqa: F401 — its submodules, so that every one of their functions is taken away
+    if any(r.startswith("einops.") for r in references):
+        import einops  # noqa: F401 — its submodules, so that every one of their functions is taken away
 
-            take_away_package("einops")
+        take_away_package("einops")
     recorder = Recorder(forbidden_ops(references))
     ops: set[str] = set()
     silenced = False

@@ -18,7 +18,7 @@ import nbformat
 from vit_edu.homework.grade import Homework, Limits, assignments, grade_questions, master_blocks, package_mount, \
     stripped_packages
 from vit_edu.homework.sandbox import probe, sandbox_problem
-from vit_edu.homework.strip import PACKAGE
+from vit_edu.homework.strip import PACKAGE, strip_package
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIVATE = ("book/homework", "_build", ".git", "README.md")  # what a checkout holds that a sandbox must not read
@@ -48,7 +48,7 @@ def preflight(homework_dir: Path, secret: str, sandboxed: bool, limits: Limits =
     name = assignments(homework_dir)[0]
     homework = Homework.load(homework_dir, name)
     with tempfile.TemporaryDirectory(prefix="vit_edu_preflight_") as tmp:
-        package = stripped_packages({"q": {"references": []}}, Path(tmp))["q"]
+        package = strip_package((), Path(tmp) / "vit_edu")
         problem = probe([*must_not_read(homework_dir, name, sandboxed), *private], sandboxed=sandboxed,
                         **package_mount(package, sandboxed))
     if problem:
