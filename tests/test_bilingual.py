@@ -22,12 +22,13 @@ TECHNICAL = {
     "value": r"\bvalues?\b(?= \(|\s+vectors?|\s*\$V\$|\s+V\b)",
     "query": r"\bquer(?:y|ies)\b(?= \(|,? keys?|\s+vectors?|\s*\$Q\$|\s+Q\b)",
     "token": r"\btokens?\b",
-    "baseline": r"\bbaseline\b(?= \(| of )",
+    "baseline": r"\bbaselines?\b",
     "saturation": r"\bsaturat(?:ion|es?|ed)\b",
     "interpolation": r"\binterpolat(?:ion|es?|ed)\b",
     "checkpoint": r"\bcheckpoints?\b",
     "channel": r"\bchannels?\b",
-    "tie": r"\bties\b(?= \(|,| in| between| at)|\btied values\b",
+    # Every tie, ties and tied, but not the verb ("it ties a token's output to ...").
+    "tie": r"\bti(?:e|es|ed)\b(?! (?:a|an|the|its|it|them)\b)",
     "entropy": r"\bentropy\b",
 }
 
@@ -184,3 +185,17 @@ def test_glossary_parsing(entry):
     m = re.match(r"^([A-Za-z][^(]*?)\s*\((.*)\)\s*$", entry)
     parts = [p.strip() for p in re.split(r",\s*(?![^（]*）)", m.group(2))]
     assert CJK.search(parts[-1]) and not any(CJK.search(p) for p in parts[:-1])
+
+
+@pytest.mark.parametrize(
+    ("term", "text", "seen"),
+    [
+        ("baseline", "below the baseline's on every seed", True),
+        ("baseline", "Baselines differ by task.", True),
+        ("tie", "The ties mattered.", True),
+        ("tie", "gives tied values the average rank", True),
+        ("tie", "It also ties a token's output to the batch.", False),
+    ],
+)
+def test_plain_english_terms_are_seen_in_every_technical_use(term, text, seen):
+    assert bool(re.search(TECHNICAL[term], prose(text), re.I)) is seen

@@ -55,3 +55,21 @@ def test_mean_range_gives_the_mean_then_the_lowest_and_highest():
 def test_bad_input_names_the_offending_values(a, b, confidence, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         paired_difference(a, b, confidence)
+
+
+def test_arms_at_the_same_value_on_every_seed_are_not_a_zero_width_interval():
+    text = paired_difference([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]).format(scale=100, unit=" points", level_unit="%")
+    assert text == "both arms 100.0% on every seed (3 seeds)"
+    # Equal differences with different levels still give the (point) interval.
+    assert "CI +10.0 to +10.0" in paired_difference([0.5, 0.6], [0.6, 0.7]).format(scale=100)
+
+
+def test_an_interval_past_the_possible_range_says_so():
+    chance = 1 / 16
+    gain = paired_difference([chance] * 3, [0.85, 0.95, 0.9], bounds=(-chance, 1 - chance))
+    assert gain.high > 1 - chance and list(gain.outside_bounds) == ["largest"]
+    assert gain.format(scale=100, unit=" points").endswith("3 seeds; past +93.8, the largest possible)")
+    inside = paired_difference([0.5, 0.5, 0.5], [0.52, 0.55, 0.51], bounds=(-1, 1))
+    assert inside.outside_bounds == {} and inside.format(scale=100).endswith("3 seeds)")
+    with pytest.raises(ValueError, match=r"got \(1, 0\)"):
+        paired_difference([0.1, 0.2], [0.2, 0.3], bounds=(1, 0))

@@ -12,6 +12,7 @@ reader (widget players, glued phrases, the Try-it page's labels) are messages to
 ``output`` and numbers as slots (:mod:`vit_edu.book.output_text`).
 
     python -m vit_edu.book.i18n update            # catalogues follow the English: new messages, changed ones fuzzy
+    python -m vit_edu.book.i18n update --page 05_qkv   # only that page's catalogue
     python -m vit_edu.book.i18n check             # untranslated, fuzzy and obsolete messages, page by page
     python -m vit_edu.book.i18n worksheet PAGE    # the messages of PAGE that need a translator, as a text file
     python -m vit_edu.book.i18n apply PAGE FILE   # a filled worksheet back into PAGE's catalogue
@@ -488,6 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("update", help="bring every catalogue in line with the English pages")
     up.add_argument("--prune", action="store_true", help="drop obsolete messages (once nothing needs them)")
+    up.add_argument("--page", action="append", choices=catalogue_names(), help="only this page's catalogue (repeatable)")
     sub.add_parser("check", help="list untranslated, fuzzy and obsolete messages; exit 1 if any")
     ws = sub.add_parser("worksheet", help="the messages of one page that need a translator")
     ws.add_argument("page", choices=catalogue_names())
@@ -496,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("file", type=Path)
     args = parser.parse_args(argv)
     if args.command == "update":
-        for name in catalogue_names():
+        for name in args.page or catalogue_names():
             update(name, prune=args.prune)
         args.command = "check"
     if args.command == "check":
