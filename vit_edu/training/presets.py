@@ -65,11 +65,13 @@ def cifar10_splits(cfg: TrainConfig, root: str | Path, *, download: bool = False
 
 def fit_preset(preset: str = "shapes-vit", *, progress: bool = True, data: str = "shapes",
                root: str | Path | None = None, download: bool = False,
+               splits: tuple[ImageSplit, ImageSplit, ImageSplit] | None = None,
                **overrides) -> tuple[VisionTransformer, TrainConfig, list[dict], dict]:
     """Train a preset from scratch: ``(model, train config, history, test metrics)``.
 
     ``overrides`` replace fields of either config by name (``steps=200``, ``seed=1``, ``pos_embed="none"``).
-    ``data="cifar10"`` trains on a local CIFAR-10 copy in ``root`` instead of the shapes task.
+    ``data="cifar10"`` trains on a local CIFAR-10 copy in ``root`` instead of the shapes task; ``splits`` (train,
+    val, test) on another task built for the preset's image size (``num_classes`` follows its classes).
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}: choose one of {sorted(PRESETS)}")
@@ -83,11 +85,18 @@ def fit_preset(preset: str = "shapes-vit", *, progress: bool = True, data: str =
     unknown = set(overrides) - model_fields - train_fields
     if unknown:
         raise ValueError(f"unknown setting(s) {sorted(unknown)}: not a field of ViTConfig or TrainConfig")
+    if splits is not None:
+        if data != "shapes" or len(splits) != 3:
+            raise ValueError(f"splits needs data='shapes' (the default) and 3 splits, got data={data!r} and "
+                             f"{len(splits)} splits")
+        overrides = {"num_classes": len(splits[0].classes), **overrides}
     model_cfg = dataclasses.replace(model_cfg, **{k: v for k, v in overrides.items() if k in model_fields})
     train_cfg = dataclasses.replace(train_cfg, **{k: v for k, v in overrides.items() if k in train_fields})
     torch.manual_seed(train_cfg.seed)
     model = VisionTransformer(model_cfg)
-    if data == "cifar10":
+    if splits is not None:
+        train_set, val_set, test_set = splits
+    elif data == "cifar10":
         train_set, val_set, test_set = cifar10_splits(train_cfg, root, download=download)
     else:
         train_set, val_set, test_set = shapes_splits(train_cfg, model_cfg.image_size[0])
