@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from vit_edu import ViTConfig, VisionTransformer
-from vit_edu.explain.ablation import PARTS, ablation_accuracies, drop_updates
+from vit_edu.explain.ablation import PARTS, ablation_accuracies, drop_updates, mean_updates, update_means
 from vit_edu.training.checkpoint import CHECKPOINTS
 
 
@@ -95,4 +95,64 @@ def test_shipped_block_ablation_covers_three_seeds_and_every_arm():
     assert {"torch", "threads", "test_images", "preset"} <= set(data)
     arms = {"none"} | {f"block {b}: {p}" for b in range(1, 5) for p in PARTS}
     for row in data["results"]:
-        assert set(row["accuracy"]) == arms
+        assert set(row["accuracy"]) == arms and set(row["mean_accuracy"]) == arms
+        assert row["mean_accuracy"]["none"] == row["accuracy"]["none"]  # the intact model, scored once per kind
+
+
+def test_update_means_has_one_position_wise_mean_per_block_and_sublayer(model, images):
+    means = update_means(model, images)
+    assert set(means) == {(b, sub) for b in range(2) for sub in ("attn", "mlp")}
+    with torch.no_grad():
+        x = embeddings(model, images)  # (B, S, D)
+        expected = model.blocks[0].attn(model.blocks[0].norm1(x))[0].mean(dim=0)  # (S, D)
+    torch.testing.assert_close(means[(0, "attn")], expected)
+    assert all(m.shape == x.shape[1:] for m in means.values())
+    with pytest.raises(ValueError, match=r"\(1, 3, 16, 16\)"):
+        update_means(model, images[:1])
+
+
+def test_mean_ablation_adds_the_mean_update_instead_of_the_images_own(model, images):
+    means = update_means(model, images)
+    with torch.no_grad():
+        x = embeddings(model, images)
+        block = model.blocks[0]
+        mid = x + means[(0, "attn")]  # the same attention update for every image
+        expected = mid + block.mlp(block.norm2(mid))
+        with mean_updates(model, [(0, "attn")], means):
+            hidden, _ = model.forward_layers(images)
+    torch.testing.assert_close(hidden[0], expected)
+
+
+def test_mean_ablation_changes_nothing_when_every_image_is_the_same(model, images):
+    same = images[:1].expand(4, -1, -1, -1)  # four copies: each update equals its own mean
+    means = update_means(model, same)
+    with torch.no_grad():
+        reference = model(same)
+        with mean_updates(model, [(b, "both") for b in range(2)], means):
+            ablated = model(same)
+        with drop_updates(model, [(b, "both") for b in range(2)]):
+            zeroed = model(same)
+    torch.testing.assert_close(ablated, reference)
+    assert not torch.allclose(zeroed, reference)  # zero ablation does change them
+
+
+def test_mean_ablation_names_a_missing_or_mismatched_mean(model, images):
+    means = update_means(model, images)
+    with pytest.raises(ValueError, match=r"\(1, 'mlp'\)"):
+        with mean_updates(model, [(1, "both")], {k: v for k, v in means.items() if k != (1, "mlp")}):
+            pass
+    wrong = {k: v[:3] for k, v in means.items()}  # (3, D): means of another sequence length
+    with torch.no_grad():
+        reference = model(images)
+        with pytest.raises(ValueError, match="another size"), mean_updates(model, [(0, "attn")], wrong):
+            model(images)
+        assert torch.equal(model(images), reference)  # the hooks went away after the error
+
+
+def test_ablation_accuracies_with_means_is_the_mean_ablation(model, images):
+    labels = torch.tensor([0, 1, 2, 0])
+    means = update_means(model, images)
+    acc = ablation_accuracies(model, images, labels, means)
+    with torch.no_grad(), mean_updates(model, [(1, "both")], means):
+        expected = (model(images).argmax(1) == labels).float().mean().item()
+    assert acc["block 2: both"] == pytest.approx(expected, abs=1e-4)
