@@ -8,7 +8,7 @@ import pytest
 from vit_edu.training import CHECKPOINTS
 from vit_edu.training import patch_size as ps
 
-SECONDS = {4: 0.08, 8: 0.02, 16: 0.01}  # seconds per step, as a probe might measure them
+SECONDS = {4: 0.08, 8: 0.02, 16: 0.01}  # CPU seconds per step, as the equal-steps runs might measure them
 
 
 def test_equal_seconds_steps_follow_from_the_seconds_per_step():
@@ -39,6 +39,18 @@ def test_other_bad_settings_raise_naming_values():
     with pytest.raises(ValueError, match="'4:0.1'"):
         ps.parse_seconds(["4:0.1"])
     assert ps.parse_seconds(["4=0.09", "16=0.01"]) == {4: 0.09, 16: 0.01}
+    with pytest.raises(ValueError, match="given for patch sizes \\[4, 8\\], need \\[4, 8, 16\\]"):
+        ps.run([0, 1], seconds={4: 0.1, 8: 0.02})
+
+
+def test_cpu_seconds_per_step_pool_every_seed():
+    runs = [{"patch": 4, "steps": 100, "cpu_seconds": 9.0}, {"patch": 4, "steps": 100, "cpu_seconds": 11.0},
+            {"patch": 8, "steps": 100, "cpu_seconds": 2.0}, {"patch": 8, "steps": 300, "cpu_seconds": 6.0}]
+    assert ps.cpu_seconds_per_step(runs) == pytest.approx({4: 0.1, 8: 0.02})
+    with pytest.raises(ValueError, match="run of patch 8 has steps=100, cpu_seconds=0.0"):
+        ps.cpu_seconds_per_step([{"patch": 8, "steps": 100, "cpu_seconds": 0.0}])
+    with pytest.raises(ValueError, match="no runs"):
+        ps.cpu_seconds_per_step([])
 
 
 def test_two_step_run_through_the_command_line_gives_what_the_chapter_reads(tmp_path):
@@ -52,17 +64,30 @@ def test_two_step_run_through_the_command_line_gives_what_the_chapter_reads(tmp_
     assert len(data["runs"]) == 2 * 3 * 2  # budgets × patch sizes × seeds
     for r in data["runs"]:
         assert r["steps"] == data["step_counts"][r["budget"]][str(r["patch"])]
-        assert 0 <= r["test_accuracy"] <= 1 and r["train_seconds"] >= 0
+        assert 0 <= r["test_accuracy"] <= 1 and r["cpu_seconds"] > 0 and r["wall_seconds"] >= 0
     # the reference patch size has the same steps in both budgets: one run, reported twice
     ref = [r for r in data["runs"] if r["patch"] == 8 and r["seed"] == 0]
     assert len(ref) == 2 and ref[0]["test_accuracy"] == ref[1]["test_accuracy"]
 
 
+def test_without_given_seconds_the_equal_steps_runs_set_the_budget():
+    data = ps.run([0, 1], patch_sizes=(8, 16), steps=4, train_size=64)
+    assert data["seconds_measured"] is True and data["cpu_seconds"] > 0
+    equal_steps = [r for r in data["runs"] if r["budget"] == "equal steps"]
+    per_step = ps.cpu_seconds_per_step(equal_steps)
+    assert data["cpu_seconds_per_step"] == {str(p): round(s, 6) for p, s in per_step.items()}
+    assert data["step_counts"]["equal seconds"] == {str(p): n for p, n in ps.equal_seconds_steps(per_step, 4, 8).items()}
+    assert data["budget_cpu_seconds"] == pytest.approx(4 * per_step[8], abs=0.01)
+
+
 def test_shipped_result_is_what_the_chapter_reads():
     data = json.loads((CHECKPOINTS / "patch_size.json").read_text())
     assert data["patch_sizes"] == [4, 8, 16] and data["seeds"] == [0, 1, 2] and data["threads"] == 1
-    seconds = {int(p): s for p, s in data["seconds_per_step"].items()}
+    seconds = {int(p): s for p, s in data["cpu_seconds_per_step"].items()}
     expected = ps.equal_seconds_steps(seconds, data["steps"], data["reference_patch"])
+    assert data["seconds_measured"] is True  # the CPU seconds per step come from the equal-steps runs themselves
+    measured = ps.cpu_seconds_per_step([r for r in data["runs"] if r["budget"] == "equal steps"])
+    assert all(abs(measured[p] - s) < 1e-5 for p, s in seconds.items())
     assert data["step_counts"]["equal seconds"] == {str(p): n for p, n in expected.items()}
     for budget in ps.BUDGETS:
         for p in data["patch_sizes"]:

@@ -1,13 +1,20 @@
-"""Chapter 8's experiment: does the patch size change what a ViT learns, not only what it costs?
+"""Chapter 8's experiment: the patch size of a ViT under a fixed budget of steps, and of CPU seconds.
 
 The ``shapes-vit`` preset trains on 32×32 images with patches of 4, 8 and 16 (grids of 8×8, 4×4 and 2×2
-tokens), under two budgets: the same number of steps for every patch size, and the same seconds. For the
-second, the seconds per step of each patch size are measured first (one short probe, before any training);
-each patch size then gets as many steps as fit in the seconds that the reference patch size (the preset's 8)
-needs for the common step count. The JSON keeps the measured seconds per step and the step counts they gave,
-so the equal-seconds arm reruns as a fixed number of steps (``--seconds-per-step``) on any machine.
+tokens), under two budgets:
 
-    python -m vit_edu.training.patch_size --seeds 0 1 2 --out vit_edu/checkpoints/patch_size.json
+- **equal steps**: the same number of steps for every patch size; these runs are trained first, and the CPU
+  seconds of their training loops (``time.process_time``, one thread) give each patch size's CPU seconds per
+  step, averaged over hundreds of steps and every seed;
+- **equal CPU seconds**: the budget is the mean CPU seconds that the reference patch size (the preset's 8) used
+  for its equal-steps runs, and patch size P gets as many steps as its CPU seconds per step fit in it.
+
+CPU time, not wall-clock time, because a shared machine's other work stretches the wall clock but not the CPU
+seconds a one-thread process spends. Every run records the CPU seconds it actually used, so the chapter can check
+that the equal-seconds arms used about the same. The step counts are in the JSON; ``--seconds-per-step`` with the
+recorded CPU seconds per step reruns the same steps on any machine (same seed ⇒ same weights).
+
+    OMP_NUM_THREADS=1 python -m vit_edu.training.patch_size --seeds 0 1 2 --out vit_edu/checkpoints/patch_size.json
 """
 
 from __future__ import annotations
@@ -21,13 +28,14 @@ from pathlib import Path
 
 import torch
 
+from vit_edu.data import ImageSplit
 from vit_edu.model import VisionTransformer
-from vit_edu.training.bench import seconds_per_step
-from vit_edu.training.presets import PRESETS, fit_preset, shapes_splits
+from vit_edu.training.loop import evaluate, train
+from vit_edu.training.presets import PRESETS, shapes_splits
 
 PRESET = "shapes-vit"
 PATCH_SIZES = (4, 8, 16)
-REFERENCE_PATCH = 8  # the preset's own patch size: its seconds for STEPS steps set the equal-seconds budget
+REFERENCE_PATCH = 8  # the preset's own patch size: its CPU seconds for STEPS steps set the equal-seconds budget
 STEPS = 600  # fewer than the preset's 1000, so that three patch sizes, two budgets and three seeds fit 15 CPU-minutes
 BUDGETS = ("equal steps", "equal seconds")
 
@@ -47,7 +55,7 @@ def equal_seconds_steps(seconds: Mapping[int, float], steps: int, reference: int
     """Steps per patch size that fit the seconds ``reference`` needs for ``steps`` steps.
 
     ``seconds`` maps each patch size to its measured seconds per step; the budget is
-    ``steps * seconds[reference]``, and patch size P gets ``round(budget / seconds[P])`` steps.
+    ``steps * seconds[reference]``, and patch size P gets ``round(budget / seconds[P])`` steps (at least 1).
     """
     if reference not in seconds:
         raise ValueError(f"reference patch size {reference} has no measured seconds per step; have {sorted(seconds)}")
@@ -58,42 +66,56 @@ def equal_seconds_steps(seconds: Mapping[int, float], steps: int, reference: int
     return {p: max(1, round(budget / s)) for p, s in seconds.items()}
 
 
-def measure_seconds_per_step(patch_sizes: Sequence[int], probe: int = 10, rounds: int = 3) -> dict[int, float]:
-    """Seconds of one training step of the preset at each patch size (batch and optimiser as in training).
+def cpu_seconds_per_step(runs: Sequence[Mapping]) -> dict[int, float]:
+    """CPU seconds per training step by patch size: each patch size's total CPU seconds over its total steps.
 
-    The patch sizes take turns for ``rounds`` rounds of ``probe`` timed steps each, and each keeps its fastest
-    round's median: on a shared machine, load that comes and goes then slows every patch size alike or none.
+    ``runs`` are rows with ``patch``, ``steps`` and ``cpu_seconds`` (the equal-steps runs); pooling every seed's
+    run averages the step time over thousands of steps rather than a short probe.
+    """
+    totals: dict[int, list[float]] = {}
+    for r in runs:
+        if r["steps"] <= 0 or not r["cpu_seconds"] > 0:
+            raise ValueError(f"run of patch {r['patch']} has steps={r['steps']}, cpu_seconds={r['cpu_seconds']}: "
+                             "both must be > 0")
+        t = totals.setdefault(r["patch"], [0.0, 0])
+        t[0], t[1] = t[0] + r["cpu_seconds"], t[1] + r["steps"]
+    if not totals:
+        raise ValueError("no runs to measure CPU seconds per step from")
+    return {p: s / n for p, (s, n) in sorted(totals.items())}
+
+
+def train_one(patch: int, steps: int, seed: int, splits: tuple) -> dict:
+    """The preset at patch size ``patch`` for ``steps`` steps: test accuracy and loss, CPU and wall seconds.
+
+    ``splits`` are the seed's (train, val, test) sets. ``cpu_seconds`` is ``time.process_time`` around the training
+    loop alone: the loop's one evaluation (at its last step) runs on a single batch of validation images, since the
+    chapter reads the test set, which is scored after the clock stops. Warm-up stays the preset's 60 steps; only
+    runs shorter than 120 steps (the tests) warm up for half their steps.
     """
     model_cfg, train_cfg = PRESETS[PRESET]
-    probe_set = shapes_splits(dataclasses.replace(train_cfg, train_size=train_cfg.batch_size), model_cfg.image_size[0])[0]
-    models = {}
-    for p in patch_sizes:
-        torch.manual_seed(0)
-        models[p] = VisionTransformer(dataclasses.replace(model_cfg, patch_size=p))
-    times: dict[int, list[float]] = {p: [] for p in patch_sizes}
-    for _ in range(rounds):
-        for p, model in models.items():
-            times[p].append(seconds_per_step(model, probe_set, train_cfg, probe=probe))
-    return {p: min(t) for p, t in times.items()}
-
-
-def train_one(patch: int, steps: int, seed: int, train_size: int) -> dict:
-    """The preset at patch size ``patch`` for ``steps`` steps: test accuracy and loss, training seconds.
-
-    Warm-up stays the preset's 60 steps; only runs shorter than 120 steps (the tests) warm up for half their steps.
-    """
-    warmup = min(PRESETS[PRESET][1].warmup_steps, steps // 2)
-    _, _, _, metrics = fit_preset(PRESET, progress=False, patch_size=patch, steps=steps, warmup_steps=warmup,
-                                  eval_every=steps, train_size=train_size, seed=seed)
-    return {"patch": patch, "seed": seed, "steps": steps, **metrics}
+    train_cfg = dataclasses.replace(train_cfg, steps=steps, warmup_steps=min(train_cfg.warmup_steps, steps // 2),
+                                    eval_every=steps, seed=seed)
+    train_set, val_set, test_set = splits
+    one_batch = ImageSplit(val_set.images[: train_cfg.batch_size], val_set.labels[: train_cfg.batch_size],
+                           val_set.classes)
+    torch.manual_seed(seed)  # as fit_preset: the seed fixes the initial weights, then the batch order
+    model = VisionTransformer(dataclasses.replace(model_cfg, patch_size=patch))
+    start = time.process_time()
+    history = train(model, train_set, one_batch, train_cfg, progress=False)
+    cpu = time.process_time() - start
+    test = evaluate(model, test_set.images, test_set.labels)
+    return {"patch": patch, "seed": seed, "steps": steps, "test_accuracy": test["accuracy"], "test_loss": test["loss"],
+            "cpu_seconds": round(cpu, 2), "wall_seconds": history[-1]["seconds"]}
 
 
 def run(seeds: Sequence[int], patch_sizes: Sequence[int] = PATCH_SIZES, steps: int = STEPS,
         reference: int = REFERENCE_PATCH, seconds: Mapping[int, float] | None = None,
         train_size: int | None = None) -> dict:
-    """Both budgets for every patch size and seed; ``seconds`` (seconds per step by patch size) skips the probe.
+    """Both budgets for every patch size and seed, equal steps first.
 
-    A run with the same patch size, steps and seed in both budgets (the reference patch size) is trained once.
+    ``seconds`` (CPU seconds per step by patch size) fixes the equal-seconds step counts instead of the
+    equal-steps runs' own CPU times. A run with the same patch size, steps and seed in both budgets (the reference
+    patch size) is trained once and reported in both.
     """
     model_cfg, train_cfg = PRESETS[PRESET]
     image_size = model_cfg.image_size[0]
@@ -102,39 +124,46 @@ def run(seeds: Sequence[int], patch_sizes: Sequence[int] = PATCH_SIZES, steps: i
         raise ValueError(f"reference patch size {reference} is not among the patch sizes {list(patch_sizes)}")
     if len(seeds) < 2:
         raise ValueError(f"paired differences need at least 2 seeds, got {list(seeds)}")
+    if seconds is not None and set(seconds) != set(patch_sizes):
+        raise ValueError(f"seconds per step given for patch sizes {sorted(seconds)}, need {list(patch_sizes)}")
     train_size = train_cfg.train_size if train_size is None else train_size
-    start = time.perf_counter()
-    measured = seconds is None
-    if measured:
-        seconds = measure_seconds_per_step(patch_sizes)
-    seconds = {p: float(seconds[p]) for p in patch_sizes}
-    step_counts = {"equal steps": dict.fromkeys(patch_sizes, steps),
-                   "equal seconds": equal_seconds_steps(seconds, steps, reference)}
+    start, cpu_start = time.perf_counter(), time.process_time()
+    splits = {s: shapes_splits(dataclasses.replace(train_cfg, train_size=train_size, seed=s), image_size) for s in seeds}
     done: dict[tuple[int, int, int], dict] = {}
-    runs = []
-    for budget in BUDGETS:
+
+    def arm(budget: str, counts: Mapping[int, int]) -> list[dict]:
+        rows = []
         for p in patch_sizes:
             for seed in seeds:
-                key = (p, step_counts[budget][p], seed)
+                key = (p, counts[p], seed)
                 if key not in done:
-                    done[key] = train_one(*key, train_size=train_size)
+                    done[key] = train_one(*key, splits=splits[seed])
                     print(f"P = {p:2d}, {key[1]:5d} steps, seed {seed}: test accuracy "
-                          f"{100 * done[key]['test_accuracy']:.1f}% in {done[key]['train_seconds']:.0f} s", flush=True)
-                runs.append({"budget": budget, **done[key]})
+                          f"{100 * done[key]['test_accuracy']:.1f}% in {done[key]['cpu_seconds']:.1f} CPU s",
+                          flush=True)
+                rows.append({"budget": budget, **done[key]})
+        return rows
+
+    step_counts = {"equal steps": dict.fromkeys(patch_sizes, steps)}
+    runs = arm("equal steps", step_counts["equal steps"])
+    measured = seconds is None
+    per_step = cpu_seconds_per_step(runs) if measured else {p: float(seconds[p]) for p in patch_sizes}
+    step_counts["equal seconds"] = equal_seconds_steps(per_step, steps, reference)
+    runs += arm("equal seconds", step_counts["equal seconds"])
     return {
         "preset": PRESET, "image_size": image_size, "patch_sizes": list(patch_sizes),
         "tokens": {str(p): (image_size // p) ** 2 for p in patch_sizes}, "reference_patch": reference,
         "steps": steps, "train_size": train_size, "batch_size": train_cfg.batch_size, "seeds": list(seeds),
-        "seconds_per_step": {str(p): round(s, 5) for p, s in seconds.items()}, "seconds_measured": measured,
-        "budget_seconds": round(steps * seconds[reference], 2),
+        "cpu_seconds_per_step": {str(p): round(s, 6) for p, s in per_step.items()}, "seconds_measured": measured,
+        "budget_cpu_seconds": round(steps * per_step[reference], 2),
         "step_counts": {b: {str(p): n for p, n in c.items()} for b, c in step_counts.items()},
         "runs": runs, "torch": torch.__version__, "threads": torch.get_num_threads(),
-        "seconds": round(time.perf_counter() - start, 1),
+        "seconds": round(time.perf_counter() - start, 1), "cpu_seconds": round(time.process_time() - cpu_start, 1),
     }
 
 
 def parse_seconds(items: Sequence[str]) -> dict[int, float]:
-    """``["4=0.09", "8=0.023"]`` → ``{4: 0.09, 8: 0.023}`` (seconds per step by patch size)."""
+    """``["4=0.09", "8=0.023"]`` → ``{4: 0.09, 8: 0.023}`` (CPU seconds per step by patch size)."""
     out = {}
     for item in items:
         p, sep, s = item.partition("=")
@@ -152,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--seconds-per-step", nargs="+", metavar="PATCH=SECONDS",
-                        help="skip the probe: e.g. the values a shipped JSON recorded, to rerun its step counts")
+                        help="CPU seconds per step, e.g. those a shipped JSON recorded, to rerun its step counts")
     parser.add_argument("--train-size", type=int, help="training images (default: the preset's)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -160,8 +189,8 @@ def main(argv: list[str] | None = None) -> None:
     result = run(args.seeds, steps=args.steps, seconds=seconds, train_size=args.train_size)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"seconds per step {result['seconds_per_step']}, steps {result['step_counts']}, "
-          f"{result['seconds']:.0f} s in all → {args.out}")
+    print(f"CPU seconds per step {result['cpu_seconds_per_step']}, steps {result['step_counts']}, "
+          f"{result['seconds']:.0f} s in all ({result['cpu_seconds']:.0f} CPU s) → {args.out}")
 
 
 if __name__ == "__main__":
