@@ -11,10 +11,11 @@ from vit_edu import VisionTransformer, ViTConfig
 from vit_edu.explain.receptive_field import (attention_row_variation, cnn_stage_outputs, effective_receptive_field,
                                              input_gradient_maps, mean_total_variation, receptive_field_stats,
                                              unit_centre, vit_block_outputs)
-from vit_edu.explain.shifts import (equivariance_error, prediction_changes, shift_features, shift_images,
-                                    with_circular_padding)
+from vit_edu.explain.shifts import (equivariance_error, map_stride, prediction_changes, shift_features, shift_images,
+                                    unmoved_error, with_circular_padding)
 from vit_edu.training.checkpoint import CHECKPOINTS
 from vit_edu.training.cnn import SmallCNN
+from vit_edu.training.priors import object_in_view, untrained_vit
 
 
 def tiny_vit(**overrides) -> VisionTransformer:
@@ -113,9 +114,65 @@ def test_shift_features_interpolates_fractions():
     assert first == 1 and part.flatten().tolist() == [0.75, 1.75, 2.75]
 
 
+def test_translation_moves_columns_and_fills_with_the_first_column():
+    images = torch.arange(2 * 3 * 4 * 6, dtype=torch.float32).reshape(2, 3, 4, 6)
+    moved = shift_images(images, 2, "translation")
+    assert torch.equal(moved[..., 2:], images[..., :4])  # columns 4 and 5 left the image
+    assert torch.equal(moved[..., 0], images[..., 0]) and torch.equal(moved[..., 1], images[..., 0])
+    assert torch.equal(shift_images(images, 2, "circular")[..., :2], images[..., 4:])  # wrapped round instead
+    assert torch.equal(shift_images(images, 0, "translation"), images)
+
+
+def test_unpadded_conv_is_exactly_equivariant_to_translations_where_both_maps_are_defined():
+    torch.manual_seed(0)
+    conv = nn.Conv2d(3, 4, 3)  # output column j reads input columns j..j+2: the fill reaches only columns < 2
+    errors = equivariance_error(lambda x: [conv(x)], torch.rand(4, 3, 16, 16), 2, "translation")
+    assert errors[0] < 1e-6
+
+
+def test_translation_by_a_patch_reaches_every_token_through_attention():
+    vit = tiny_vit(pos_embed="none", pool="mean", depth=1)
+    images = torch.rand(4, 3, 16, 16)
+    errors = equivariance_error(lambda x: vit_block_outputs(vit, x), images, 4, "translation")
+    assert errors[0] < 1e-5  # the embedding: every compared token holds the same patch as before
+    assert errors[1] > 1e-3  # after attention, the new edge patch has changed every token
+    circular = equivariance_error(lambda x: vit_block_outputs(vit, x), images, 4, "circular")
+    assert max(circular) < 1e-5  # the circular shift only reorders the tokens
+
+
+def test_unmoved_error_is_the_score_of_a_map_that_ignores_the_shift():
+    fixed = torch.rand(2, 5, 4, 8)  # (B, D, h, w): the same map whatever the input
+    images = torch.rand(2, 3, 8, 8)
+    ignores_input = lambda x: [fixed]  # noqa: E731
+    assert equivariance_error(ignores_input, images, 3) == pytest.approx(unmoved_error(ignores_input, images, 3))
+    ramp = torch.arange(8.0).expand(1, 1, 8, 8)  # (B, C, H, W) columns 0..7
+    # unmoved: every compared entry is off by 1 (56 entries); the reference holds 0..6 in each of 8 rows
+    assert unmoved_error(lambda x: [x], ramp, 1) == pytest.approx([(56 / (8 * 91)) ** 0.5])
+    assert equivariance_error(lambda x: [x], ramp, 1, "translation") == pytest.approx([0.0])
+    assert map_stride(32, 4) == 8 and map_stride(32, 32) == 1
+
+
+def test_object_in_view_and_untrained_control():
+    masks = torch.zeros(3, 8, 8, dtype=torch.bool)
+    masks[0, 3:5, 2:4] = True  # clear of both edges
+    masks[1, 3:5, 6:8] = True  # at the right edge: a 2-px move pushes part of it out
+    masks[2, 3:5, 0:2] = True  # in the first column: the edge fill would copy it
+    assert object_in_view(masks, 2).tolist() == [True, False, False]
+    assert object_in_view(masks, 1).tolist() == [True, False, False]
+    a, b = untrained_vit(0), untrained_vit(0)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))  # the seed fixes the weights
+    assert not torch.equal(a.patch_embed.proj.weight, untrained_vit(1).patch_embed.proj.weight)
+
+
 def test_bad_arguments_name_the_values():
     with pytest.raises(ValueError, match="got 40"):
         shift_images(torch.rand(1, 3, 32, 32), 40)
+    with pytest.raises(ValueError, match="mode must be one of.*got 'wrap'"):
+        shift_images(torch.rand(1, 3, 32, 32), 1, "wrap")
+    with pytest.raises(ValueError, match="got 0"):
+        unmoved_error(lambda x: [x], torch.rand(1, 3, 8, 8), 0)
+    with pytest.raises(ValueError, match="got shape \\(8, 8\\) and 2"):
+        object_in_view(torch.zeros(8, 8, dtype=torch.bool), 2)
     with pytest.raises(ValueError, match="got 3.5"):
         shift_features(torch.rand(1, 2, 4, 4), 3.5)
     with pytest.raises(ValueError, match="threshold.*got 1.5"):
@@ -134,11 +191,20 @@ def test_bad_arguments_name_the_values():
 
 def test_shipped_priors_json_has_what_chapter_9_reads():
     data = json.loads((CHECKPOINTS / "vit_vs_cnn_priors.json").read_text())  # shipped: a missing file fails
-    assert len(data["runs"]) >= 3 and {"torch", "threads", "seconds", "images"} <= set(data)
+    assert len(data["runs"]) >= 3 and {"torch", "threads", "seconds", "images", "shift_modes"} <= set(data)
+    assert data["vit_strides"] == [8] * len(data["vit_layers"]) and data["cnn_strides"] == [1, 1, 2, 2, 4]
+    keys = {f"{s} px" for s in data["shifts"]}
     for run in data["runs"]:
         assert len(run["ViT"]["receptive_field"]) == len(data["vit_layers"])
         assert len(run["CNN"]["receptive_field"]) == len(data["cnn_layers"])
-        assert len(run["ViT"]["attention_row_variation"]) == len(data["vit_layers"]) - 1
-        assert run["CNN"]["kernel_variation"] == 0.0
-        for model in ("ViT", "CNN"):
-            assert set(run[model]["shifts"]) == {f"{s} px" for s in data["shifts"]}
+        for arm in ("attention_row_variation", "attention_row_variation_untrained"):
+            assert len(run["ViT"][arm]) == len(data["vit_layers"]) - 1
+        assert set(run["object_in_view"]) == keys
+        for model, layers in (("ViT", data["vit_layers"]), ("CNN", data["cnn_layers"])):
+            assert set(run[model]["shifts"]) == set(data["shift_modes"])
+            assert set(run[model]["unmoved_error"]) == keys
+            for mode in data["shift_modes"]:
+                assert set(run[model]["shifts"][mode]) == keys
+                for row in run[model]["shifts"][mode].values():
+                    assert len(row["equivariance_error"]) == len(layers)
+                    assert {"flipped", "flipped_object_in_view", "true_prob_change"} <= set(row)

@@ -7,9 +7,14 @@ it for that seed). On the seed's first test images it measures, for both models:
 
 * the effective receptive field after each block / conv stage (share of pixels a central output depends on,
   and the radius that holds 90% of its input-gradient mass), from :mod:`vit_edu.explain.receptive_field`;
-* how much one query's attention row changes from image to image (the CNN's kernel is the same for all);
-* the equivariance of the features and the invariance of the prediction under shifts of 1 and 8 pixels,
-  from :mod:`vit_edu.explain.shifts`.
+* how much one query's attention row changes from image to image, for the trained ViT and, as its control, for
+  the same seed's untrained ViT (the preset's initial weights). A CNN's kernel is the same for every image by
+  definition, so it has nothing to measure here;
+* under shifts of 1 and 8 pixels, both circular and as an ordinary translation with edge fill
+  (:mod:`vit_edu.explain.shifts`): the error of the features against the shifted features, the same error for a
+  map that did not move (the control), the share of predictions that change (on all images, and on those whose
+  object stays wholly in view), and the change of the true class's probability; for the CNN also the circular
+  error with circular padding (the control that removes the image borders).
 
 Only the measurements are written (no weights). ``--cache DIR`` keeps the trained weights in ``DIR`` and reuses
 them on a later run, so the measurements can be redone without training again.
@@ -26,9 +31,10 @@ from pathlib import Path
 import torch
 
 from vit_edu.data import ShapesDataset
-from vit_edu.explain.receptive_field import (attention_row_variation, cnn_stage_outputs, effective_receptive_field,
-                                             input_gradient_maps, mean_total_variation, vit_block_outputs)
-from vit_edu.explain.shifts import equivariance_error, shift_report, with_circular_padding
+from vit_edu.explain.receptive_field import (FeatureFn, attention_row_variation, cnn_stage_outputs,
+                                             effective_receptive_field, vit_block_outputs)
+from vit_edu.explain.shifts import (SHIFT_MODES, equivariance_error, map_stride, prediction_changes, shift_report,
+                                    unmoved_error, with_circular_padding)
 from vit_edu.model import VisionTransformer
 from vit_edu.trace import count_parameters
 from vit_edu.training.checkpoint import CHECKPOINTS, load_checkpoint
@@ -84,23 +90,53 @@ def trained(seed: int, cache: Path | None) -> tuple[VisionTransformer, SmallCNN]
     return vit, cnn
 
 
-def measure(vit: VisionTransformer, cnn: SmallCNN, images: torch.Tensor, labels: torch.Tensor) -> dict:
-    """Every measurement of the module docstring, for one seed's pair of models on the same images."""
+def untrained_vit(seed: int) -> VisionTransformer:
+    """The preset ViT as ``fit_preset`` draws it for ``seed`` before its first step: the control for attention rows."""
+    torch.manual_seed(seed)
+    return VisionTransformer(PRESETS[PRESET][0]).eval()
+
+
+def object_in_view(masks: torch.Tensor, pixels: int) -> torch.Tensor:
+    """``(B,)`` True where the object of ``(B, H, W)`` masks stays wholly in the image, away from the edge fill, when
+    moved ``pixels`` to the right: no object pixel in the first column or in the last ``pixels`` columns."""
+    if masks.ndim != 3 or not 0 < pixels < masks.shape[-1]:
+        raise ValueError(f"need (B, H, W) masks and 0 < pixels < W, got shape {tuple(masks.shape)} and {pixels}")
+    return ~(masks[..., :1].any(dim=(1, 2)) | masks[..., -pixels:].any(dim=(1, 2)))
+
+
+def measure(vit: VisionTransformer, untrained: VisionTransformer, cnn: SmallCNN, images: torch.Tensor,
+            labels: torch.Tensor, masks: torch.Tensor) -> dict:
+    """Every measurement of the module docstring, for one seed's models on the same images ``(B, 3, H, W)``."""
     vit_maps = lambda x: vit_block_outputs(vit, x)  # noqa: E731 - entering block 1, then after each block
     cnn_maps = lambda x: cnn_stage_outputs(cnn, x)  # noqa: E731 - after each conv stage
-    first_conv = lambda x: [cnn.features[0](x)]  # noqa: E731 - the first conv's output, before BatchNorm and ReLU
     circular = with_circular_padding(cnn)  # the same weights without image borders: the padding's share of the error
-    kernels = input_gradient_maps(first_conv, images, 0)  # (B, H, W): its central unit's weights on each pixel
+    in_view = {s: object_in_view(masks, s) for s in SHIFTS}  # (B,) per shift
+
+    def shifts(model: torch.nn.Module, maps: FeatureFn) -> dict:
+        """Per shift mode, then per shift: the shift report, plus the prediction changes where the object stays in view."""
+        out = {}
+        for mode in SHIFT_MODES:
+            report = shift_report(model, maps, images, labels, SHIFTS, mode)
+            for s in SHIFTS:
+                keep = in_view[s]
+                report[f"{s} px"]["flipped_object_in_view"] = prediction_changes(
+                    model, images[keep], labels[keep], s, mode)["flipped"]
+            out[mode] = report
+        return out
+
     return {
+        "object_in_view": {f"{s} px": in_view[s].float().mean().item() for s in SHIFTS},
         "ViT": {"receptive_field": effective_receptive_field(vit_maps, images),
                 "attention_row_variation": attention_row_variation(vit, images),
-                "shifts": shift_report(vit, vit_maps, images, labels, SHIFTS),
+                "attention_row_variation_untrained": attention_row_variation(untrained, images),
+                "shifts": shifts(vit, vit_maps),
+                "unmoved_error": {f"{s} px": unmoved_error(vit_maps, images, s) for s in SHIFTS},
                 "test_accuracy": evaluate(vit, images, labels)["accuracy"]},
         "CNN": {"receptive_field": effective_receptive_field(cnn_maps, images),
-                "kernel_variation": mean_total_variation(kernels.flatten(1) / kernels.flatten(1).sum(dim=1, keepdim=True)),
-                "shifts": shift_report(cnn, cnn_maps, images, labels, SHIFTS),
+                "shifts": shifts(cnn, cnn_maps),
+                "unmoved_error": {f"{s} px": unmoved_error(cnn_maps, images, s) for s in SHIFTS},
                 "circular_padding_equivariance_error": {f"{s} px": equivariance_error(
-                    lambda x: cnn_stage_outputs(circular, x), images, s) for s in SHIFTS},
+                    lambda x: cnn_stage_outputs(circular, x), images, s, "circular") for s in SHIFTS},
                 "test_accuracy": evaluate(cnn, images, labels)["accuracy"]},
     }
 
@@ -119,13 +155,22 @@ def main(argv: list[str] | None = None) -> None:
     for seed in args.seeds:
         vit, cnn = trained(seed, args.cache)
         test = ShapesDataset("test", seed=seed)
-        images, labels = test.images[: args.images], test.labels[: args.images]
-        row = {"seed": seed, "cnn_steps": cnn_steps(seed), **measure(vit, cnn, images, labels)}
+        images, labels, masks = test.images[: args.images], test.labels[: args.images], test.masks[: args.images]
+        row = {"seed": seed, "cnn_steps": cnn_steps(seed),
+               **measure(vit, untrained_vit(seed), cnn, images, labels, masks)}
         print(f"seed {seed}: ViT share per layer {[round(r['share'], 3) for r in row['ViT']['receptive_field']]}, "
               f"CNN {[round(r['share'], 3) for r in row['CNN']['receptive_field']]}", flush=True)
         runs.append(row)
     model_cfg = PRESETS[PRESET][0]
+    width = model_cfg.image_size[1]
+    with torch.no_grad():
+        probe = torch.zeros(1, 3, *model_cfg.image_size)  # (1, 3, H, W): only the maps' widths are read
+        strides = {name: [map_stride(width, m.shape[-1]) for m in maps(probe)] for name, maps in
+                   (("vit", lambda x: vit_block_outputs(vit, x)), ("cnn", lambda x: cnn_stage_outputs(cnn, x)))}
     data = {"preset": PRESET, "images": args.images, "shifts": list(SHIFTS), "threshold": 0.01, "mass": 0.9,
+            "shift_modes": {"circular": "torch.roll: what leaves on the right re-enters on the left",
+                            "translation": "moved right; the new left columns repeat the first column (edge fill)"},
+            "vit_strides": strides["vit"], "cnn_strides": strides["cnn"],
             "cnn_width": cnn.features[0].out_channels, "vit_layers": ["embedding"] + [f"block {i + 1}" for i in range(model_cfg.depth)],
             "cnn_layers": [f"conv {i + 1}" for i in range(len(runs[0]["CNN"]["receptive_field"]))],
             "torch": torch.__version__, "threads": torch.get_num_threads(),
