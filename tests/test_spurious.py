@@ -9,7 +9,10 @@ import torch
 
 import vit_edu
 from vit_edu.data import CLASS_NAMES, make_shapes
-from vit_edu.data.spurious import CUE_MODES, HUE_BAND, HUE_CENTRES, background_hue, hsv_to_rgb, make_spurious
+from vit_edu.data.spurious import (CUE_MODES, HUE_BAND, HUE_CENTRES, background_hue, hsv_to_rgb, make_spurious,
+                                   replace_background)
+from vit_edu.explain import object_fraction, occlusion_sensitivity
+from vit_edu.explain.occlusion import logit_margin, occlusion_logits
 from vit_edu.training import spurious
 
 SHIPPED = Path(vit_edu.__file__).parent / "checkpoints" / "spurious_cue.json"
@@ -69,6 +72,16 @@ def test_background_stays_dark_with_noise():
     assert 0.02 < float(smooth.permute(1, 0, 2, 3)[:, ~(data.masks[:, 1:] | data.masks[:, :-1])].std()) < 0.08
 
 
+def test_replace_background_keeps_the_object_and_greys_the_rest():
+    data = make_spurious(16, "label", seed=4)
+    plain = replace_background(data.images, data.masks, 0.3)
+    inside = data.masks[:, None].expand_as(data.images)
+    assert torch.equal(plain[inside], data.images[inside])
+    assert bool((plain[~inside] == 0.3).all())
+    assert background_hue(plain, data.masks).shape == (16,)  # a grey: every channel equal, so no class's band
+    assert torch.equal(replace_background(data.images, data.masks, 0.0)[~inside], torch.zeros(int((~inside).sum())))
+
+
 def test_hsv_to_rgb_primaries():
     rgb = hsv_to_rgb(torch.tensor([0.0, 1 / 3, 2 / 3]), torch.ones(3), torch.ones(3))
     torch.testing.assert_close(rgb, torch.eye(3))
@@ -95,24 +108,68 @@ def test_bad_arguments_raise_value_error_naming_them():
         spurious.measure(model, {k: v for k, v in tests.items() if k != "matched"})
     with pytest.raises(ValueError, match="9"):
         spurious.measure(model, tests, n_occlusion=9)
+    data = make_spurious(4, seed=1)
+    with pytest.raises(ValueError, match=r"\(4, 3, 32, 32\) and \(4, 32, 31\)"):
+        replace_background(data.images, data.masks[..., :31])
+    with pytest.raises(ValueError, match="torch.float32"):
+        replace_background(data.images, data.masks.float())
+    with pytest.raises(ValueError, match="1.5"):
+        replace_background(data.images, data.masks, 1.5)
+
+
+def test_measure_scores_occlusion_on_the_predicted_class_and_replaces_the_whole_background():
+    torch.manual_seed(0)
+    model = vit_edu.VisionTransformer(spurious.PRESETS["shapes-vit"][0]).eval()
+    torch.nn.init.normal_(model.head.weight)  # an untrained model's zero head would tie every class
+    tests = spurious.test_sets(0, size=12)
+    row = spurious.measure(model, tests, n_occlusion=12)
+    free = tests["cue_free"]
+    with torch.no_grad():
+        predicted = model(free.images).argmax(-1)
+        plain = model(replace_background(free.images, free.masks, spurious.BACKGROUND_FILL)).argmax(-1)
+    occ = occlusion_sensitivity(model, free.images, predicted, 8)  # (12, 16): the chapter's occlusion, predicted class
+    frac = object_fraction(free.masks, 8)
+    assert row["occlusion_drop_object"] == pytest.approx(occ[frac > 0.5].mean().item(), abs=1e-6)
+    assert row["occlusion_drop_background"] == pytest.approx(occ[frac == 0].mean().item(), abs=1e-6)
+    assert row["occlusion_largest_drop"]["mean colour"] == pytest.approx(occ.amax(-1).mean().item(), abs=1e-6)
+    assert row["background_changes"] == pytest.approx((plain != predicted).float().mean().item())
+    assert row["background_accuracy"] == pytest.approx((plain == free.labels).float().mean().item())
+    assert set(row["occlusion_changes"]) == set(spurious.OCCLUSION_FILLS)
+    covered = occlusion_logits(model, free.images, 8, spurious.OCCLUSION_FILLS["black"])  # (12, 16, K)
+    flips = (covered.argmax(-1) != predicted[:, None]).any(-1)  # (12,): some patch changes the prediction
+    assert 0 < flips.float().mean() < 1, "the test needs both kinds of image"
+    assert row["occlusion_changes"]["black"] == pytest.approx(flips.float().mean().item())
+    with torch.no_grad():
+        base = logit_margin(model(free.images), predicted)[:, None]  # (12, 1)
+    shrink = ((base - logit_margin(covered, predicted[:, None].expand(-1, 16))) / base).amax(-1)  # (12,)
+    assert bool((shrink[flips] > 1).all() and (shrink[~flips] <= 1).all())  # a flip takes more than the whole lead
+    assert row["occlusion_margin_shrink"]["black"] == pytest.approx(shrink.mean().item(), rel=1e-5)
 
 
 FIELDS = {"seed", "val_accuracy", "accuracy_cue_free", "accuracy_matched", "accuracy_swapped", "follows_background",
-          "attention_object_share", "rollout_object_share", "object_baseline", "occlusion_object_share",
-          "occlusion_images", "occlusion_drop_object", "occlusion_drop_background", "train_seconds"}
+          "attention_object_share", "rollout_object_share", "object_baseline", "p_true_below_001",
+          "occlusion_object_share", "occlusion_images", "occlusion_drop_object", "occlusion_drop_background",
+          "occlusion_changes", "occlusion_largest_drop", "occlusion_margin_shrink", "background_changes",
+          "background_accuracy", "background_top_class", "train_seconds"}
 
 
 def check_result(data: dict, seeds: list[int], layers: int = 4) -> None:
     """The fields chapter 10 reads, for both arms and every seed."""
-    assert {"budget", "torch", "threads", "seconds", "cpu_seconds", "hue_band"} <= set(data)
+    assert {"budget", "torch", "threads", "seconds", "cpu_seconds", "hue_band", "occlusion_fills",
+            "background_fill"} <= set(data)
     assert list(data["results"]) == ["cue", "control"]
     for rows in data["results"].values():
         assert [r["seed"] for r in rows] == seeds
         for r in rows:
             assert set(r) == FIELDS
             for key in ("val_accuracy", "accuracy_cue_free", "accuracy_matched", "accuracy_swapped",
-                        "follows_background", "rollout_object_share", "object_baseline"):
+                        "follows_background", "rollout_object_share", "object_baseline", "p_true_below_001",
+                        "background_changes", "background_accuracy", "background_top_class"):
                 assert 0 <= r[key] <= 1, key
+            assert r["background_top_class"] >= 1 / len(CLASS_NAMES)
+            for key in ("occlusion_changes", "occlusion_largest_drop", "occlusion_margin_shrink"):
+                assert list(r[key]) == list(data["occlusion_fills"]), key
+            assert all(0 <= v <= 1 for v in r["occlusion_changes"].values())
             assert r["accuracy_swapped"] + r["follows_background"] <= 1 + 1e-9  # a swapped band is never the label
             assert len(r["attention_object_share"]) == layers
             assert all(0 <= s <= 1 for s in r["attention_object_share"])
@@ -128,14 +185,24 @@ def test_two_step_run_returns_the_fields_the_chapter_reads(tmp_path):
     assert diff.n == 2
     cue, control = (data["results"][arm] for arm in ("cue", "control"))
     assert diff.differences == tuple(a["accuracy_cue_free"] - b["accuracy_cue_free"] for a, b in zip(cue, control))
-    assert spurious.paired(data, "attention_object_share", layer=3).n == 2
+    assert spurious.paired(data, "attention_object_share", 3).n == 2
+    assert spurious.paired(data, "accuracy_cue_free", bounds=(-1, 1)).bounds == (-1, 1)
+    assert spurious.paired(data, "occlusion_changes", "black").differences == tuple(
+        a["occlusion_changes"]["black"] - b["occlusion_changes"]["black"] for a, b in zip(cue, control))
     with pytest.raises(ValueError, match="'accuracy'"):
         spurious.paired(data, "accuracy")
+    with pytest.raises(ValueError, match="'white'"):
+        spurious.paired(data, "occlusion_changes", "white")
+    with pytest.raises(ValueError, match="None"):
+        spurious.paired(data, "attention_object_share")
+    with pytest.raises(ValueError, match="0"):
+        spurious.paired(data, "accuracy_cue_free", 0)
 
 
 def test_shipped_result():
     data = json.loads(SHIPPED.read_text())
     check_result(data, [0, 1, 2])
     assert data["budget"] == spurious.BUDGET and data["threads"] == 1
+    assert data["occlusion_fills"] == spurious.OCCLUSION_FILLS and data["background_fill"] == spurious.BACKGROUND_FILL
     for arm in ("cue", "control"):
         assert all(r["occlusion_images"] <= data["n_occlusion"] for r in data["results"][arm])

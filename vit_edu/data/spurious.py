@@ -10,7 +10,8 @@ kept exactly. Which class's band colours an image's background is the ``mode``:
 * ``"swapped"``: always another class than the label (the cue points to a wrong class).
 
 All three modes use the same random numbers for everything but the band, so for one ``(n, image_size, seed)``
-they give the same objects on backgrounds that differ only in their hue band.
+they give the same objects on backgrounds that differ only in their hue band. :func:`replace_background` takes the
+cue away as a whole: the object kept, the whole background one neutral grey.
 """
 
 from __future__ import annotations
@@ -119,3 +120,21 @@ def background_hue(images: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     outside = (~masks)[:, None].float()  # (n, 1, H, W)
     mean = (images * outside).sum((2, 3)) / outside.sum((2, 3)).clamp(min=1)  # (n, 3)
     return torch.from_numpy(rgb_to_hsv(mean.clamp(0, 1).numpy())[:, 0])  # (n,)
+
+
+def replace_background(images: torch.Tensor, masks: torch.Tensor, fill: float = 0.3) -> torch.Tensor:
+    """The images with the object kept and every background pixel set to the grey ``fill``:
+    ``(n, 3, H, W)``, ``(n, H, W)`` -> ``(n, 3, H, W)``.
+
+    A grey has no hue, so it belongs to no class's band; 0.3 lies inside the backgrounds' brightness range
+    (:data:`_VALUE`), so only the colour changes, not how dark the surroundings are. Removing the whole background
+    at once is what single-patch occlusion cannot do.
+    """
+    if images.ndim != 4 or masks.shape != (images.shape[0], *images.shape[2:]):
+        raise ValueError(f"images must be (n, 3, H, W) and masks (n, H, W) to match, got "
+                         f"{tuple(images.shape)} and {tuple(masks.shape)}")
+    if masks.dtype != torch.bool:
+        raise ValueError(f"masks must be boolean (True on the object), got dtype {masks.dtype}")
+    if isinstance(fill, bool) or not isinstance(fill, (int, float)) or not 0.0 <= fill <= 1.0:
+        raise ValueError(f"fill must be a grey level in [0, 1], got {fill!r}")
+    return torch.where(masks[:, None], images, torch.tensor(fill, dtype=images.dtype))  # (n, 3, H, W)
