@@ -1,10 +1,12 @@
+import math
+
 import pytest
 import torch
 from torch import nn
 
 from vit_edu import ViTConfig, VisionTransformer
 from vit_edu.training.cnn import SmallCNN
-from vit_edu.training.debug import flat_grad, grad_norms, overfit_batch
+from vit_edu.training.debug import attention_stats, flat_grad, grad_norms, overfit_batch
 
 CONFIG = ViTConfig(image_size=16, patch_size=8, num_classes=4, embed_dim=32, depth=2, num_heads=2, mlp_dim=64)
 
@@ -79,3 +81,38 @@ def test_accumulation_matches_for_layernorm_not_for_batchnorm_in_train_mode():
     torch.testing.assert_close(flat_grad(cnn, x, y, 4), flat_grad(cnn, x, y, 1))
     with pytest.raises(ValueError, match="batch of 16 does not split into 3"):
         flat_grad(vit, x, y, 3)
+
+
+def test_attention_stats_reads_uniform_and_one_hot_rows():
+    s = 5
+    uniform = torch.full((2, 3, s, s), 1 / s)  # (B, h, S, S)
+    one_hot = torch.eye(s).expand(2, 3, s, s)  # every query on one token
+    half = torch.full((1, 1, s, s), 0.0)
+    half[..., :2] = 0.5  # two tokens with weight 1/2 each: entropy ln 2
+    stats = attention_stats([uniform, one_hot, half])
+    assert stats[0].max_weight == pytest.approx(1 / s) and stats[0].entropy == pytest.approx(math.log(s))
+    assert stats[1].max_weight == 1.0 and stats[1].entropy == 0.0  # 0·log 0 counts as 0, not NaN
+    assert stats[2].max_weight == 0.5 and stats[2].entropy == pytest.approx(math.log(2))
+
+
+def test_attention_stats_of_a_model_lie_in_range_and_nan_shows():
+    torch.manual_seed(0)
+    model = VisionTransformer(CONFIG)
+    x, _ = batch()
+    with torch.no_grad():
+        _, attentions = model(x, return_attention=True)
+    stats = attention_stats(attentions)
+    assert len(stats) == CONFIG.depth
+    assert all(0 < st.entropy <= math.log(CONFIG.seq_len) + 1e-9 and 0 < st.max_weight <= 1 for st in stats)
+    broken = attentions[0].clone()
+    broken[0, 0, 0] = float("nan")
+    assert all(math.isnan(v) for v in (attention_stats([broken])[0].max_weight, attention_stats([broken])[0].entropy))
+
+
+def test_attention_stats_rejects_bad_input_naming_it():
+    with pytest.raises(ValueError, match="none"):
+        attention_stats([])
+    with pytest.raises(ValueError, match=r"layer 1 must have 4 dimensions.*\(2, 5, 5\)"):
+        attention_stats([torch.ones(1, 1, 5, 5), torch.ones(2, 5, 5)])
+    with pytest.raises(ValueError, match=r"square.*\(1, 1, 5, 4\)"):
+        attention_stats([torch.ones(1, 1, 5, 4)])

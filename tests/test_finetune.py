@@ -1,5 +1,6 @@
 """Pre-train, then fine-tune (vit_edu.training.finetune): the derived size labels, the arms and the result file."""
 
+import dataclasses
 import json
 
 import pytest
@@ -53,6 +54,10 @@ def test_bad_arguments_raise_value_errors_naming_them(pretrained):
     with pytest.raises(ValueError, match="1001"):
         FinetuneSettings(test=1001)
     with pytest.raises(ValueError, match="'warm start'"):
+        FinetuneSettings(arms=("fine-tune", "warm start"))
+    with pytest.raises(ValueError, match=r"arms must be distinct.*\[\]"):
+        FinetuneSettings(arms=())
+    with pytest.raises(ValueError, match="'warm start'"):
         make_arm("warm start", 32, 0, pretrained)
     with pytest.raises(ValueError, match=r"\[0, 0\]"):
         finetune.run([0, 0], TINY)
@@ -74,6 +79,8 @@ def test_arms_start_where_they_should(pretrained, size):
         assert not model.head.weight.any() and not model.head.bias.any()  # a fresh zero head
     tuned, scratch = make_arm("fine-tune", size, 0, pretrained), make_arm("scratch", size, 0, pretrained)
     assert torch.equal(tuned.blocks[0].mlp.fc1.weight, pretrained.blocks[0].mlp.fc1.weight)
+    gentle = make_arm("fine-tune, small lr", size, 0, pretrained)  # the same start; only its rate differs
+    assert all(torch.equal(a, b) for a, b in zip(gentle.state_dict().values(), tuned.state_dict().values()))
     assert not torch.equal(scratch.blocks[0].mlp.fc1.weight, pretrained.blocks[0].mlp.fc1.weight)
 
 
@@ -97,7 +104,7 @@ def test_tiny_run_has_the_fields_the_chapter_reads(tmp_path):
     data = finetune.run([0, 1], TINY)
     data = json.loads(json.dumps(data))  # what the shipped file holds
     for key in ("task", "classes", "size_edges", "pretrained", "data_seeds", "settings", "seeds", "torch",
-                "threads", "cpu_seconds", "rows"):
+                "threads", "cpu_seconds", "parts", "rows"):
         assert key in data
     assert len(data["rows"]) == len(ARMS) * 2 * 2  # arms × label counts × seeds, one size
     assert {r["arm"] for r in data["rows"]} == set(ARMS)
@@ -116,3 +123,44 @@ def test_shipped_result_covers_the_chapter():
     assert len(data["seeds"]) >= 3
     summary = finetune.summarise(data)
     assert len(summary) == 6 and all(cell["fine-tune − scratch"].n == len(data["seeds"]) for cell in summary.values())
+    assert all(cell["small lr − scratch"].n == len(data["seeds"]) for cell in summary.values())
+    assert sorted(arm for part in data["parts"] for arm in part["arms"]) == sorted(ARMS)
+
+
+def test_merge_adds_an_arm_and_its_rows_match_a_run_of_every_arm():
+    first = finetune.run([0, 1], dataclasses.replace(TINY, arms=("fine-tune", "linear probe", "scratch")))
+    added = finetune.run([0, 1], dataclasses.replace(TINY, arms=("fine-tune, small lr",)))
+    merged = finetune.merge(json.loads(json.dumps(first)), added)  # a stored file and a fresh run, as --merge does
+    assert merged["rows"][: len(first["rows"])] == first["rows"]  # the earlier rows, untouched and first
+    assert merged["settings"]["arms"] == list(ARMS)
+    assert merged["settings"]["lr"] == dict(TINY.lr) and merged["settings"]["labels"] == list(TINY.labels)
+    assert merged["cpu_seconds"] == pytest.approx(first["cpu_seconds"] + added["cpu_seconds"], abs=0.11)
+    assert [part["arms"] for part in merged["parts"]] == [["fine-tune", "linear probe", "scratch"],
+                                                          ["fine-tune, small lr"]]
+    # every run depends only on its arm, labels, size and seed: the same rows as one run of all four arms
+    whole = finetune.run([0, 1], TINY)
+    key = lambda r: (r["arm"], r["labels"], r["image_size"], r["seed"])  # noqa: E731
+    strip = lambda r: {k: v for k, v in r.items() if k != "seconds"}  # noqa: E731
+    assert sorted(map(strip, merged["rows"]), key=key) == sorted(map(strip, whole["rows"]), key=key)
+    cell = finetune.summarise(merged)[(32, 6)]
+    assert cell["small lr − fine-tune"].n == 2 and cell["small lr − scratch"].n == 2
+    assert "small lr − fine-tune" not in finetune.summarise(first)[(32, 6)]  # a file without the arm still reads
+
+
+def test_merge_refuses_files_that_are_not_one_experiment():
+    first = finetune.run([0, 1], dataclasses.replace(TINY, arms=("scratch",)))
+    with pytest.raises(ValueError, match=r"\['scratch'\]"):
+        finetune.merge(first, first)
+    other = finetune.run([0, 1], dataclasses.replace(TINY, arms=("linear probe",), steps=3))
+    with pytest.raises(ValueError, match="settings.steps"):
+        finetune.merge(first, other)
+
+
+def test_command_line_adds_an_arm_to_a_stored_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(finetune, "FinetuneSettings", lambda: TINY)  # the tiny grid behind the real command line
+    out = tmp_path / "finetune.json"
+    finetune.main(["--seeds", "0", "1", "--arms", "scratch", "--out", str(out)])
+    finetune.main(["--seeds", "0", "1", "--arms", "linear probe", "--merge", str(out), "--out", str(out)])
+    data = json.loads(out.read_text())
+    assert [r["arm"] for r in data["rows"]] == ["scratch"] * 4 + ["linear probe"] * 4
+    assert [part["arms"] for part in data["parts"]] == [["scratch"], ["linear probe"]]

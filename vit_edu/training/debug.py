@@ -5,6 +5,8 @@ at all (a detached graph or a frozen block shows as an exact 0). :func:`overfit_
 a working model and pipeline drive its loss towards 0, even with shuffled labels, so a loss that stays up points
 at the code, not at the data. :func:`flat_grad` computes the gradient of one batch, whole or accumulated over
 micro-batches, so the two can be compared (equal for LayerNorm, not for BatchNorm in train mode).
+:func:`attention_stats` summarises each layer's attention weights by their largest entry and their mean entropy,
+the two numbers that show attention collapsing onto single tokens when its scores blow up.
 """
 
 from __future__ import annotations
@@ -105,3 +107,34 @@ def flat_grad(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, micr
     grads = [p.grad.flatten() for p in model.parameters() if p.grad is not None]
     model.zero_grad(set_to_none=True)
     return torch.cat(grads)
+
+
+@dataclass(frozen=True)
+class AttentionStats:
+    """One layer's attention weights in two numbers: the largest weight anywhere, and the mean entropy of a row.
+
+    A row of S weights has entropy between 0 (all weight on one token) and ln S (uniform). Scores that grow
+    without bound push the softmax towards one-hot rows: the largest weight goes to 1 and the entropy to 0, and a
+    single inf among the scores makes a row NaN, which shows here as NaN.
+    """
+
+    max_weight: float
+    entropy: float
+
+
+def attention_stats(attentions: list[torch.Tensor]) -> list[AttentionStats]:
+    """Per layer, the largest weight and the mean row entropy (in nats) of ``L × (B, h, S, S)`` attention weights,
+    as ``VisionTransformer(..., return_attention=True)`` returns them. The mean runs over images, heads and query
+    tokens; a weight of exactly 0 adds 0 to the entropy (``xlogy``)."""
+    if not attentions:
+        raise ValueError("attention_stats needs at least one layer's attention weights, got none")
+    stats = []
+    for i, a in enumerate(attentions):
+        check_ndim(f"attention of layer {i}", a, 4, "(B, h, S, S)")
+        if a.shape[-1] != a.shape[-2]:
+            raise ValueError(f"attention of layer {i} must be square in its last two dimensions (S, S), "
+                             f"got shape {tuple(a.shape)}")
+        a = a.detach().double()
+        entropy = -torch.special.xlogy(a, a).sum(-1)  # (B, h, S): one value per query row
+        stats.append(AttentionStats(a.max().item(), entropy.mean().item()))  # max and mean both propagate NaN
+    return stats
