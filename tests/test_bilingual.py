@@ -27,8 +27,8 @@ TECHNICAL = {
     "interpolation": r"\binterpolat(?:ion|es?|ed)\b",
     "checkpoint": r"\bcheckpoints?\b",
     "channel": r"\bchannels?\b",
-    # Every tie, ties and tied, but not the verb ("it ties a token's output to ...").
-    "tie": r"\bti(?:e|es|ed)\b(?! (?:a|an|the|its|it|them)\b)",
+    # The noun (a tie, ties, tied values), not the verb ("it ties a token's output to", "the two rates tie").
+    "tie": r"\b(?:a|the|no|any) tie\b|\b(?:ties|tied)\b(?! (?:a|an|the|its|it|them|with)\b)",
     "entropy": r"\bentropy\b",
 }
 
@@ -195,6 +195,8 @@ def test_glossary_parsing(entry):
         ("tie", "The ties mattered.", True),
         ("tie", "gives tied values the average rank", True),
         ("tie", "It also ties a token's output to the batch.", False),
+        ("tie", "The two learning rates tie: their means differ by less than a point.", False),
+        ("tie", "We count a tie at the edge of the top k.", True),
     ],
 )
 def test_plain_english_terms_are_seen_in_every_technical_use(term, text, seen):
