@@ -148,6 +148,7 @@ checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.pos_embed_ablation --seeds 0 1 2 3 4 --out vit_edu/checkpoints/pos_embed_ablation.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.positions_matter --seeds 0 1 2 --out vit_edu/checkpoints/positions_matter.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.mlp_ratio --seeds 0 1 2 --out vit_edu/checkpoints/mlp_ratio.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json
 	$(PY) -m vit_edu.training.bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
 	@# After shapes_vit.pt and vit_vs_cnn.json: seed 0's ViT is the checkpoint; each CNN gets the benchmark's steps.
