@@ -6,15 +6,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 
 import torch
 
 from vit_edu.trace import count_parameters
-from vit_edu.training.presets import PRESETS, fit_preset
+from vit_edu.training.presets import PRESETS, experiment_parser, fit_preset, preset_overrides
 
 PRESET = "shapes-vit"
 RATIOS = (1, 2, 4, 8)
@@ -32,13 +30,9 @@ def run_one(ratio: int, seed: int, **overrides) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, help="override the preset's step count (for a quick check)")
-    parser.add_argument("--train-size", dest="train_size", type=int, help="override the number of training images")
-    parser.add_argument("--out", type=Path, required=True)
+    parser = experiment_parser(__doc__)
     args = parser.parse_args(argv)
-    overrides = {k: getattr(args, k) for k in ("steps", "train_size") if getattr(args, k) is not None}
+    overrides = preset_overrides(args)
     start = time.time()
     results = {}
     for ratio in RATIOS:

@@ -7,16 +7,14 @@ the same number of images and steps as the shapes ablation, and stores test accu
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
-from pathlib import Path
 
 import torch
 
 from vit_edu.config import POS_EMBEDS
 from vit_edu.data.arrangement import ARRANGEMENT_TASKS, arrangement_split
-from vit_edu.training.presets import PRESETS, fit_preset
+from vit_edu.training.presets import PRESETS, experiment_parser, fit_preset, preset_overrides
 
 PRESET = "shapes-vit"
 
@@ -49,14 +47,10 @@ def run(tasks: list[str], seeds: list[int], **overrides) -> dict[str, dict[str, 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = experiment_parser(__doc__)
     parser.add_argument("--tasks", nargs="+", choices=sorted(ARRANGEMENT_TASKS), default=sorted(ARRANGEMENT_TASKS))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, help="override the preset's step count (for a quick check)")
-    parser.add_argument("--train-size", dest="train_size", type=int, help="override the number of training images")
-    parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    overrides = {k: getattr(args, k) for k in ("steps", "train_size") if getattr(args, k) is not None}
+    overrides = preset_overrides(args)
     start = time.time()
     results = run(args.tasks, args.seeds, **overrides)
     args.out.parent.mkdir(parents=True, exist_ok=True)

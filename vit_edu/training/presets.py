@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 
@@ -107,3 +108,19 @@ def fit_preset(preset: str = "shapes-vit", *, progress: bool = True, data: str =
     test = evaluate(model, test_set.images, test_set.labels)
     metrics = {"test_accuracy": test["accuracy"], "test_loss": test["loss"], "train_seconds": history[-1]["seconds"]}
     return model, train_cfg, history, metrics
+
+
+def experiment_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line every preset experiment shares: ``--seeds``, ``--steps`` and ``--train-size`` (to override the
+    preset for a quick check) and ``--out``; :func:`preset_overrides` reads the overrides back."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, help="override the preset's step count (for a quick check)")
+    parser.add_argument("--train-size", dest="train_size", type=int, help="override the number of training images")
+    parser.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def preset_overrides(args: argparse.Namespace) -> dict:
+    """The preset fields given on the command line of :func:`experiment_parser`."""
+    return {k: getattr(args, k) for k in ("steps", "train_size") if getattr(args, k) is not None}
