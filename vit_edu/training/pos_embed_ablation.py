@@ -7,7 +7,6 @@ With ``--add`` the seeds already in ``--out`` are kept and only the missing ones
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -16,6 +15,7 @@ import torch
 
 from vit_edu.config import POS_EMBEDS
 from vit_edu.training import PRESETS, fit_preset
+from vit_edu.training.presets import experiment_parser, preset_overrides
 
 
 def kept_results(path: Path, preset: str, **overrides) -> dict[str, list[dict]]:
@@ -53,15 +53,11 @@ def run(preset: str, seeds: list[int], kept: dict[str, list[dict]] | None = None
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = experiment_parser(__doc__, seeds=[0, 1])
     parser.add_argument("--preset", choices=sorted(PRESETS), default="shapes-vit")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--steps", type=int, help="override the preset's step count (for a quick check)")
-    parser.add_argument("--train-size", dest="train_size", type=int, help="override the number of training images")
-    parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--add", action="store_true", help="keep the seeds already in --out; train only new ones")
     args = parser.parse_args(argv)
-    overrides = {k: getattr(args, k) for k in ("steps", "train_size") if getattr(args, k) is not None}
+    overrides = preset_overrides(args)
     kept = kept_results(args.out, args.preset, **overrides) if args.add and args.out.exists() else None
     results = run(args.preset, args.seeds, kept, **overrides)
     args.out.parent.mkdir(parents=True, exist_ok=True)

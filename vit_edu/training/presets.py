@@ -110,11 +110,12 @@ def fit_preset(preset: str = "shapes-vit", *, progress: bool = True, data: str =
     return model, train_cfg, history, metrics
 
 
-def experiment_parser(doc: str) -> argparse.ArgumentParser:
-    """The command line every preset experiment shares: ``--seeds``, ``--steps`` and ``--train-size`` (to override the
-    preset for a quick check) and ``--out``; :func:`preset_overrides` reads the overrides back."""
+def experiment_parser(doc: str, seeds: list[int] | None = None) -> argparse.ArgumentParser:
+    """The command line every preset experiment shares: ``--seeds`` (default ``seeds``, else 0 1 2), ``--steps`` and
+    ``--train-size`` (to override the preset for a quick check) and ``--out``; :func:`preset_overrides` reads the
+    overrides back."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=int, nargs="+", default=seeds or [0, 1, 2])
     parser.add_argument("--steps", type=int, help="override the preset's step count (for a quick check)")
     parser.add_argument("--train-size", dest="train_size", type=int, help="override the number of training images")
     parser.add_argument("--out", type=Path, required=True)
