@@ -45,5 +45,5 @@ def test_the_script_trains_every_arm_and_writes_its_rows(tmp_path):
 
     data = json.loads(out.read_text())
     rows = data["results"]["quadrant"]
-    assert set(rows) == {"learned", "none", "sincos"}
+    assert set(rows) == {"learned", "none", "sincos", "relative"}
     assert all(r[0]["steps"] == 61 and r[0]["train_size"] == 32 and 0 <= r[0]["test_accuracy"] <= 1 for r in rows.values())

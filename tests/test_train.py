@@ -127,7 +127,7 @@ def test_ablation_records_every_kind_and_seed(tmp_path):
     out = tmp_path / "ablation.json"
     ablation_main(["--seeds", "0", "--steps", "61", "--train-size", "300", "--out", str(out)])
     results = json.loads(out.read_text())["results"]
-    assert sorted(results) == ["learned", "none", "sincos"]
+    assert sorted(results) == ["learned", "none", "relative", "sincos"]
     assert all(len(rows) == 1 and rows[0]["seed"] == 0 for rows in results.values())
     assert all(rows[0]["steps"] == 61 and rows[0]["train_size"] == 300 for rows in results.values())
 

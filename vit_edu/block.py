@@ -91,7 +91,9 @@ class EncoderBlock(nn.Module):
         self.pre_norm = config.norm == "pre"
         dim = config.embed_dim
         self.norm1 = nn.LayerNorm(dim, eps=config.ln_eps)
-        self.attn = MultiHeadSelfAttention(dim, config.num_heads, qkv_bias=config.qkv_bias)
+        relative = config.grid_size if config.pos_embed == "relative" else None  # each block its own bias table
+        self.attn = MultiHeadSelfAttention(dim, config.num_heads, qkv_bias=config.qkv_bias, relative_grid=relative,
+                                           num_prefix=config.num_prefix_tokens)
         self.drop = nn.Dropout(config.dropout)
         self.norm2 = nn.LayerNorm(dim, eps=config.ln_eps)
         self.mlp = MLP(dim, config.mlp_dim, config.dropout)

@@ -8,7 +8,7 @@ from typing import Literal
 from vit_edu._checks import check_divisible, check_positive_int, pair
 
 POOLS = ("cls", "mean")
-POS_EMBEDS = ("learned", "none", "sincos")
+POS_EMBEDS = ("learned", "none", "sincos", "relative")
 NORMS = ("pre", "post")
 
 
@@ -34,7 +34,7 @@ class ViTConfig:
     dropout: float = 0.0
     drop_path_rate: float = 0.0  # stochastic depth: the last block's rate; block i gets rate * i / (depth - 1)
     pool: Literal["cls", "mean"] = "cls"
-    pos_embed: Literal["learned", "none", "sincos"] = "learned"
+    pos_embed: Literal["learned", "none", "sincos", "relative"] = "learned"  # relative: a bias in each attention
     norm: Literal["pre", "post"] = "pre"
     input_norm: tuple[float, float] | None = None
 

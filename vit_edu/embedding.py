@@ -85,7 +85,8 @@ def add_position_embedding(tokens: torch.Tensor, pos_embed: torch.Tensor) -> tor
 
 
 class PositionEmbedding(nn.Module):
-    """The position table for ``config.pos_embed``: learned (init N(0, 0.02²)), fixed sin-cos, or none."""
+    """The position table for ``config.pos_embed``: learned (init N(0, 0.02²)), fixed sin-cos, or none (also for
+    ``"relative"``, whose positions are a bias inside each attention layer, not a table added here)."""
 
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()

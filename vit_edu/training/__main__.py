@@ -8,6 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
+from vit_edu.config import POS_EMBEDS
 from vit_edu.training.checkpoint import save_checkpoint
 from vit_edu.training.presets import PRESETS, fit_preset
 
@@ -20,7 +21,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--train-size", dest="train_size", type=int)
-    parser.add_argument("--pos-embed", dest="pos_embed", choices=["learned", "none", "sincos"])
+    parser.add_argument("--pos-embed", dest="pos_embed", choices=list(POS_EMBEDS))
     parser.add_argument("--mix", choices=["none", "cutmix", "mixup", "both"])
     parser.add_argument("--batch-size", dest="batch_size", type=int)
     parser.add_argument("--warmup-steps", dest="warmup_steps", type=int)

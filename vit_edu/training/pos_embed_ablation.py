@@ -1,4 +1,4 @@
-"""Position-embedding ablation on the shapes task (cf. the ViT paper's Table 8): none, learned 1-D, sin-cos 2-D.
+"""Position-embedding ablation on the shapes task (cf. the ViT paper's Table 8): none, learned 1-D, sin-cos 2-D, relative bias.
 
 ``python -m vit_edu.training.pos_embed_ablation --seeds 0 1 2 3 4 --out vit_edu/checkpoints/pos_embed_ablation.json``
 trains the preset once per kind and seed and stores the test accuracies (and training seconds) as a small JSON file.

@@ -1,8 +1,9 @@
 """Chapter 11's position-embedding ablation on tasks whose answer is where things are (:mod:`vit_edu.data.arrangement`).
 
 ``python -m vit_edu.training.positions_matter --seeds 0 1 2 --out vit_edu/checkpoints/positions_matter.json``
-trains the ``shapes-vit`` recipe once per task, position embedding (none, learned 1-D, sin-cos 2-D) and seed, on
-the same number of images and steps as the shapes ablation, and stores test accuracies and seconds.
+trains the ``shapes-vit`` recipe once per task, position embedding (none, learned 1-D, sin-cos 2-D, relative bias)
+and seed, on the same number of images and steps as the shapes ablation, and stores test accuracies and seconds.
+With ``--add`` the arms already in ``--out`` (same seeds) are kept and only the missing ones are trained.
 """
 
 from __future__ import annotations
@@ -31,12 +32,20 @@ def run_one(task: str, pos_embed: str, seed: int, **overrides) -> dict:
             "cpu_seconds": round(time.process_time() - start, 1), **metrics}
 
 
-def run(tasks: list[str], seeds: list[int], **overrides) -> dict[str, dict[str, list[dict]]]:
-    """Rows per task and position embedding, one per seed (the same seeds in every arm: paired by seed)."""
+def run(tasks: list[str], seeds: list[int], kept: dict | None = None,
+        **overrides) -> dict[str, dict[str, list[dict]]]:
+    """Rows per task and position embedding, one per seed (the same seeds in every arm: paired by seed).
+
+    Arms in ``kept`` (task → kind → rows) whose seeds are ``seeds`` are reused, not trained again.
+    """
     results: dict[str, dict[str, list[dict]]] = {}
     for task in tasks:
         results[task] = {}
         for kind in POS_EMBEDS:
+            rows = (kept or {}).get(task, {}).get(kind)
+            if rows is not None and [r["seed"] for r in rows] == list(seeds):
+                results[task][kind] = rows
+                continue
             results[task][kind] = []
             for seed in seeds:
                 row = run_one(task, kind, seed, **overrides)
@@ -49,10 +58,12 @@ def run(tasks: list[str], seeds: list[int], **overrides) -> dict[str, dict[str, 
 def main(argv: list[str] | None = None) -> None:
     parser = experiment_parser(__doc__)
     parser.add_argument("--tasks", nargs="+", choices=sorted(ARRANGEMENT_TASKS), default=sorted(ARRANGEMENT_TASKS))
+    parser.add_argument("--add", action="store_true", help="keep the arms already in --out; train only new ones")
     args = parser.parse_args(argv)
     overrides = preset_overrides(args)
+    kept = json.loads(args.out.read_text())["results"] if args.add and args.out.exists() else None
     start = time.time()
-    results = run(args.tasks, args.seeds, **overrides)
+    results = run(args.tasks, args.seeds, kept, **overrides)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "preset": PRESET, "classes": {t: list(ARRANGEMENT_TASKS[t]) for t in args.tasks}, "torch": torch.__version__,

@@ -50,6 +50,9 @@ class DistilledViT(VisionTransformer):
     def __init__(self, config: ViTConfig) -> None:
         if config.pool != "cls":
             raise ValueError(f"a distillation token sits next to the CLS token: needs pool='cls', got {config.pool!r}")
+        if config.pos_embed == "relative":
+            raise ValueError("pos_embed='relative' is not supported with a distillation token: its bias tables have "
+                             "entries for one prefix token; use 'learned', 'sincos' or 'none'")
         super().__init__(config)
         dim = config.embed_dim
         self.dist_token = nn.Parameter(torch.empty(1, 1, dim).normal_(std=0.02))  # DeiT: N(0, 0.02²)
