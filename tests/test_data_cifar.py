@@ -48,3 +48,24 @@ def test_missing_folder_and_bad_files_give_clear_errors(tmp_path):
         load_cifar10(tmp_path)  # the fake files do not match torchvision's checksums
     with pytest.raises(ValueError, match="split must be 'train' or 'test', got 'val'"):
         load_cifar10(tmp_path, "val")
+
+
+def test_channel_stats_pools_pixels_or_averages_images(tmp_path, monkeypatch, capsys):
+    from vit_edu.data.channel_stats import channel_stats, main
+
+    torch.manual_seed(0)
+    # Images that differ in brightness: the pooled std includes that, each image's own std does not.
+    images = torch.rand(40, 3, 8, 8) * 0.2 + torch.linspace(0, 0.8, 40)[:, None, None, None]
+    stats = channel_stats(images)
+    pooled = images.transpose(0, 1).reshape(3, -1).std(1)
+    torch.testing.assert_close(stats["pixel_std"], pooled)
+    torch.testing.assert_close(stats["per_image_std"], images.flatten(2).std(2).mean(0))
+    assert (stats["per_image_std"] < stats["pixel_std"] / 3).all()
+    with pytest.raises(ValueError, match="at least 2 images.*got 1"):
+        channel_stats(images[:1])
+    _write_fake_cifar(tmp_path)
+    monkeypatch.setattr(tv_cifar, "check_integrity", lambda *args, **kwargs: True)
+    main(["--root", str(tmp_path)])
+    printed = capsys.readouterr().out
+    expected = channel_stats(load_cifar10(tmp_path, "train").images)["pixel_std"]
+    assert "15 images" in printed and ", ".join(f"{v:.4f}" for v in expected.tolist()) in printed
