@@ -121,6 +121,20 @@ def size_split(n: int, image_size: int, seed: int) -> ImageSplit:
     return ImageSplit(images, size_labels(masks), SIZE_CLASSES)
 
 
+def labelled_split(pool: ImageSplit, n_labels: int, seed: int) -> ImageSplit:
+    """The ``n_labels`` balanced labelled images a run of seed ``seed`` trains on, drawn from ``pool``."""
+    index = balanced_subset(pool.labels, n_labels, torch.Generator().manual_seed(seed))
+    return ImageSplit(pool.images[index], pool.labels[index], SIZE_CLASSES)
+
+
+def held_out_split(n: int, image_size: int) -> ImageSplit:
+    """The ``n`` balanced held-out images every run is tested on: drawn (generator seed 0) from ``2n`` images of
+    data seed :data:`TEST_SEED`."""
+    pool = size_split(2 * n, image_size, TEST_SEED)
+    keep = balanced_subset(pool.labels, n, torch.Generator().manual_seed(0))
+    return ImageSplit(pool.images[keep], pool.labels[keep], SIZE_CLASSES)
+
+
 def make_arm(arm: str, image_size: int, seed: int, pretrained: VisionTransformer) -> VisionTransformer:
     """The model an arm starts from, with a fresh zero-initialised head for the size classes."""
     if arm not in ARMS:
@@ -144,8 +158,7 @@ def make_arm(arm: str, image_size: int, seed: int, pretrained: VisionTransformer
 def run_one(arm: str, n_labels: int, image_size: int, seed: int, settings: FinetuneSettings,
             pretrained: VisionTransformer, pool: ImageSplit, test: ImageSplit) -> dict:
     """Train one arm on ``n_labels`` balanced labelled images drawn by ``seed``; test accuracy and seconds."""
-    index = balanced_subset(pool.labels, n_labels, torch.Generator().manual_seed(seed))
-    labelled = ImageSplit(pool.images[index], pool.labels[index], SIZE_CLASSES)
+    labelled = labelled_split(pool, n_labels, seed)
     model = make_arm(arm, image_size, seed, pretrained)
     cfg = TrainConfig(steps=settings.steps, batch_size=settings.batch_size, lr=dict(settings.lr)[arm],
                       weight_decay=settings.weight_decay, warmup_steps=settings.warmup_steps, label_smoothing=0.0,
@@ -168,9 +181,7 @@ def run(seeds: list[int], settings: FinetuneSettings | None = None, checkpoint: 
     start, rows = time.process_time(), []
     for size in settings.sizes:
         pool = size_split(settings.pool, size, POOL_SEED)
-        test_pool = size_split(2 * settings.test, size, TEST_SEED)
-        keep = balanced_subset(test_pool.labels, settings.test, torch.Generator().manual_seed(0))
-        test = ImageSplit(test_pool.images[keep], test_pool.labels[keep], SIZE_CLASSES)
+        test = held_out_split(settings.test, size)
         for n_labels in settings.labels:
             for arm in settings.arms:
                 for seed in seeds:
