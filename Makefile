@@ -150,9 +150,15 @@ checkpoints: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.norm_placement --seeds 0 1 2 --out vit_edu/checkpoints/norm_placement.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.mlp_ratio --seeds 0 1 2 --out vit_edu/checkpoints/mlp_ratio.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.regularisation --seeds 0 1 2 --train-size 20000 \
+	  --arms none "crop + flip" "DropPath 0.1" --out vit_edu/checkpoints/regularisation_20000.json
 	$(PY) -m vit_edu.training.bench --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn.json
-	@# After shapes_vit.pt and vit_vs_cnn.json: seed 0's ViT is the checkpoint; each CNN gets the benchmark's steps.
+	@# After shapes_vit.pt and vit_vs_cnn.json: seed 0's ViT is the checkpoint; each CNN gets the benchmark's steps
+	@# (here and in data_size and recipe).
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.priors --seeds 0 1 2 --out vit_edu/checkpoints/vit_vs_cnn_priors.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.data_size --seeds 0 1 2 --out vit_edu/checkpoints/data_size.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.token_count --seeds 0 1 2 --out vit_edu/checkpoints/token_count.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.recipe --seeds 0 1 2 --out vit_edu/checkpoints/recipe.json
 	@# After shapes_vit.pt: fine-tuning starts from it, and the ablation's seed 0 is it.
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.finetune --seeds 0 1 2 --out vit_edu/checkpoints/finetune.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.training.patch_size --seeds 0 1 2 --out vit_edu/checkpoints/patch_size.json

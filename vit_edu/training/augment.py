@@ -1,4 +1,4 @@
-"""Batch augmentations for training: random crop with flip, and torchvision's CutMix / MixUp."""
+"""Batch augmentations for training: random crop with flip, torchvision's RandAugment, and its CutMix / MixUp."""
 
 from __future__ import annotations
 
@@ -29,6 +29,21 @@ def crop_flip(x: torch.Tensor, generator: torch.Generator | None = None, padding
     cols = torch.where(flip[:, None], cols.flip(1), cols)
     out = padded[torch.arange(b)[:, None, None], :, rows[:, :, None], cols[:, None, :]]  # (B, H, W, C)
     return out.permute(0, 3, 1, 2).contiguous()
+
+
+def rand_augment(x: torch.Tensor, num_ops: int = 2, magnitude: int = 9) -> torch.Tensor:
+    """torchvision's ``RandAugment(num_ops, magnitude)`` drawn afresh for each image of ``(B, C, H, W)`` in [0, 1].
+
+    Seed 003's setting (2 operations at magnitude 9 of 31), applied as torchvision intends: on uint8 pixels, so
+    posterize, solarize and equalize see 8-bit values; the result comes back as floats in [0, 1].
+    """
+    if x.ndim != 4:
+        raise ValueError(f"expected images (B, C, H, W), got shape {tuple(x.shape)}")
+    from torchvision.transforms import v2  # here, not at the top: torchvision takes seconds to import
+
+    augment = v2.RandAugment(num_ops=num_ops, magnitude=magnitude)
+    pixels = (x.clamp(0, 1) * 255).round().to(torch.uint8)  # (B, C, H, W) uint8
+    return torch.stack([augment(image) for image in pixels]).float() / 255
 
 
 def make_mixer(cfg: TrainConfig, num_classes: int) -> Callable | None:

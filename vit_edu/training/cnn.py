@@ -6,6 +6,8 @@ import torch
 from torch import nn
 
 from vit_edu._checks import check_ndim, check_positive_int
+from vit_edu.config import ViTConfig
+from vit_edu.model import VisionTransformer
 
 
 def _conv(c_in: int, c_out: int) -> list[nn.Module]:
@@ -44,3 +46,16 @@ def matching_cnn(num_parameters: int, num_classes: int) -> SmallCNN:
 
     best = min(range(4, 257), key=lambda w: abs(count(w) - num_parameters))
     return SmallCNN(num_classes, best)
+
+
+def seeded_model(model_cfg: ViTConfig, seed: int, kind: str = "ViT") -> nn.Module:
+    """The ViT of ``model_cfg`` or (``kind="CNN"``) the :class:`SmallCNN` matched to its parameter count, each drawn
+    right after ``torch.manual_seed(seed)`` as chapter 9's bench draws them: same seed, same initial weights."""
+    if kind not in ("ViT", "CNN"):
+        raise ValueError(f"kind must be 'ViT' or 'CNN', got {kind!r}")
+    torch.manual_seed(seed)
+    vit = VisionTransformer(model_cfg)
+    if kind == "ViT":
+        return vit
+    torch.manual_seed(seed)
+    return matching_cnn(sum(p.numel() for p in vit.parameters()), model_cfg.num_classes)

@@ -18,7 +18,8 @@ class TrainConfig:
     warmup_steps: int = 60
     label_smoothing: float = 0.1
     mix: Literal["none", "cutmix", "mixup", "both"] = "none"
-    augment: Literal["none", "crop-flip"] = "none"  # per-batch random crop (pad 4) + horizontal flip
+    augment: Literal["none", "crop-flip", "randaugment"] = "none"  # crop (pad 4) + flip, or RandAugment(2, 9)
+    schedule: Literal["cosine", "constant"] = "cosine"  # after the warm-up: cosine decay to 0, or the peak rate held
     train_size: int = 5000
     distractor: bool = False
     seed: int = 0
@@ -36,8 +37,10 @@ class TrainConfig:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
         if self.mix not in ("none", "cutmix", "mixup", "both"):
             raise ValueError(f"mix must be 'none', 'cutmix', 'mixup' or 'both', got {self.mix!r}")
-        if self.augment not in ("none", "crop-flip"):
-            raise ValueError(f"augment must be 'none' or 'crop-flip', got {self.augment!r}")
+        if self.augment not in ("none", "crop-flip", "randaugment"):
+            raise ValueError(f"augment must be 'none', 'crop-flip' or 'randaugment', got {self.augment!r}")
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
         if self.grad_clip is not None and not self.grad_clip > 0:
             raise ValueError(f"grad_clip must be None or > 0, got {self.grad_clip}")
         if self.lr <= 0 or self.weight_decay < 0:

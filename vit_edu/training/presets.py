@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -125,3 +128,35 @@ def experiment_parser(doc: str, seeds: list[int] | None = None) -> argparse.Argu
 def preset_overrides(args: argparse.Namespace) -> dict:
     """The preset fields given on the command line of :func:`experiment_parser`."""
     return {k: getattr(args, k) for k in ("steps", "train_size") if getattr(args, k) is not None}
+
+
+def run_arms(arms: list[str], seeds: list[int], run_one: Callable[..., dict], **overrides) -> dict[str, list[dict]]:
+    """``run_one(arm, seed, **overrides)`` for every arm and seed (the same seeds in every arm: paired by seed),
+    printing each run's outcome; rows by arm."""
+    results: dict[str, list[dict]] = {}
+    for arm in arms:
+        for seed in seeds:
+            row = run_one(arm, seed, **overrides)
+            outcome = row.get("diverged") or (f"test {100 * row['test_accuracy']:.1f}% "
+                                              f"(train {100 * row['train_accuracy']:.1f}%)")
+            print(f"{arm:20s} seed {seed}: {outcome} in {row['steps']} steps, {row['cpu_seconds']:.0f} CPU s",
+                  flush=True)
+            results.setdefault(arm, []).append(row)
+    return results
+
+
+def arms_main(doc: str, preset: str, arms: dict[str, dict], run_one: Callable[..., dict],
+              argv: list[str] | None = None) -> None:
+    """The command line of an experiment made of named ``arms`` of a preset: ``--arms`` (default all) and
+    :func:`experiment_parser`'s options; writes the arms' settings, the versions, the seconds and the rows of
+    :func:`run_arms` to ``--out``."""
+    parser = experiment_parser(doc)
+    parser.add_argument("--arms", nargs="+", choices=list(arms), default=list(arms))
+    args = parser.parse_args(argv)
+    start = time.time()
+    results = run_arms(args.arms, args.seeds, run_one, **preset_overrides(args))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"preset": preset, "arms": {a: arms[a] for a in args.arms},
+                                    "torch": torch.__version__, "threads": torch.get_num_threads(),
+                                    "seconds": round(time.time() - start, 1), "results": results}, indent=1))
+    print(f"→ {args.out}")
