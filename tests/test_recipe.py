@@ -7,7 +7,7 @@ from torch import nn
 
 from vit_edu.training import PRESETS, TrainConfig
 from vit_edu.training.loop import make_optimizer
-from vit_edu.training.recipe import ARMS, main, run_one
+from vit_edu.training.recipe import ARMS, arm_config, main, run_one
 
 
 def rates(cfg: TrainConfig) -> list[float]:
@@ -56,3 +56,12 @@ def test_the_larger_batch_arms_see_as_many_images_as_the_preset():
         settings = ARMS[arm]
         assert settings["batch_size"] * settings["steps"] == preset.batch_size * preset.steps
         assert settings["batch_size"] * settings["warmup_steps"] == preset.batch_size * preset.warmup_steps
+
+
+def test_every_arm_warms_up_for_the_presets_share_of_its_run():
+    preset = PRESETS["shapes-vit"][1]
+    for arm in ARMS:
+        _, _, cfg = arm_config(arm, 0)
+        assert abs(cfg.warmup_steps / cfg.steps - preset.warmup_steps / preset.steps) < 0.01, arm
+    _, _, big = arm_config("batch 128, lr 4e-3", 0)
+    assert big.warmup_steps * big.batch_size == preset.warmup_steps * preset.batch_size  # the same warm-up images

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from vit_edu.training import TrainConfig, crop_flip, regularisation
+from vit_edu.training.augment import rand_augment
 
 
 def test_crop_flip_without_padding_is_identity_or_mirror():
@@ -106,3 +107,30 @@ def test_the_shipped_comparison_is_the_current_experiment():
     rows = [r for rows in data["results"].values() for r in rows]
     assert all(0 <= r["test_accuracy"] <= 1 and 0 <= r["train_accuracy"] <= 1 for r in rows)
     assert all(r["train_loss"] >= 0 and r["test_loss"] >= 0 for r in rows)
+
+
+def test_rand_augment_changes_images_but_keeps_their_shape_and_range():
+    torch.manual_seed(0)
+    x = torch.rand(16, 3, 32, 32)
+    y = rand_augment(x)
+    assert y.shape == x.shape and y.dtype == torch.float32 and 0 <= y.min() and y.max() <= 1
+    changed = (y - x).abs().flatten(1).amax(1) > 2 / 255  # beyond the 8-bit rounding
+    assert changed.sum() >= 12  # two operations at magnitude 9: most images change
+    with pytest.raises(ValueError, match="B, C, H, W"):
+        rand_augment(torch.zeros(3, 8, 8))
+
+
+def test_add_to_keeps_the_old_arms_and_refuses_a_different_budget(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    common = ["--seeds", "0", "--steps", "4", "--train-size", "64"]
+    regularisation.main([*common, "--arms", "none", "--out", str(first)])
+    regularisation.main([*common, "--arms", "RandAugment", "--add-to", str(first), "--out", str(second)])
+    data = json.loads(second.read_text())
+    assert list(data["results"]) == ["none", "RandAugment"]
+    assert data["results"]["none"] == json.loads(first.read_text())["results"]["none"]
+    assert data["added"][0]["arms"] == ["RandAugment"]
+    with pytest.raises(ValueError, match="arm\\(s\\) \\['none'\\] already in the file"):
+        regularisation.main([*common, "--arms", "none", "--add-to", str(first), "--out", str(tmp_path / "c.json")])
+    with pytest.raises(ValueError, match="budgets differ"):
+        regularisation.main(["--seeds", "0", "--steps", "5", "--train-size", "64", "--arms", "CutMix",
+                             "--add-to", str(first), "--out", str(tmp_path / "d.json")])

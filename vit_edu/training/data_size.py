@@ -1,12 +1,13 @@
 """The ViT against the parameter-matched CNN as the training set grows: 500, 2,000, 5,000 and 20,000 shapes images.
 
 ``python -m vit_edu.training.data_size --seeds 0 1 2 --out vit_edu/checkpoints/data_size.json`` trains the
-``shapes-vit`` preset and chapter 9's parameter-matched :class:`~vit_edu.training.cnn.SmallCNN` on the first ``n``
-training images of each seed, with the same recipe and the budget of chapter 9's bench: the ViT the preset's
-1000 steps, the CNN (about 9 times slower per step) as many steps as the bench gave it for that seed, which take
-about the same seconds. It stores test and training accuracy and CPU seconds. This is the toy side of the
-paper's claim that a ViT needs more data than a CNN to catch up; the large-data side (ImageNet-21k, JFT) is out
-of a CPU's reach.
+``shapes-vit`` preset and chapter 9's parameter-matched :class:`~vit_edu.training.cnn.SmallCNN` on ``n`` training
+images drawn for each seed (a different ``n`` draws a different set: the sizes share the seed's initial weights and
+test images, not their training images), with the same recipe and the budget of chapter 9's bench: the ViT the
+preset's 1000 steps, the CNN (about 9 times slower per step) as many steps as the bench gave it for that seed,
+which take about the same seconds. Each warms up for a tenth of its steps, at most the preset's 60. It stores
+test and training accuracy and CPU seconds. This is the toy side of the paper's claim that a ViT needs more data
+than a CNN to catch up; the large-data side (ImageNet-21k, JFT) is out of a CPU's reach.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""Regularisation measured on the shapes task: none, crop + flip, label smoothing, CutMix, DropPath, dropout, over seeds.
+"""Regularisation measured on the shapes task: none, crop + flip, label smoothing, CutMix, DropPath, dropout, RandAugment.
 
 ``python -m vit_edu.training.regularisation --seeds 0 1 2 --out vit_edu/checkpoints/regularisation.json`` trains the
 ``shapes-vit`` preset on a small training set once per arm and seed, long enough for the arm without regularisation
 to fit its training images, so that a train/test gap exists for the regularisers to close. It stores accuracy and
 loss on test images and on the arm's own clean training images (no augmentation, eval mode), and the seconds.
+``--train-size 20000`` repeats chosen arms on ten times the images; ``--add-to FILE`` adds arms to a file made
+with the same budget.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ ARMS: dict[str, dict] = {
     "CutMix": {"mix": "cutmix"},
     "DropPath 0.1": {"drop_path_rate": 0.1},
     "dropout 0.1": {"dropout": 0.1},  # the ViT paper's regulariser: after the embedding, attention and MLP
+    "RandAugment": {"augment": "randaugment"},  # seed 003's RandAugment(num_ops=2, magnitude=9)
 }
 BUDGET: dict[str, int] = {"steps": 1200, "train_size": 2000, "eval_every": 1200, "warmup_steps": 60}
 
@@ -57,6 +60,22 @@ def run(seeds: list[int], arms: list[str] | None = None, **budget) -> dict:
             "torch": torch.__version__, "threads": torch.get_num_threads(), "results": results}
 
 
+def merge(old: dict, new: dict) -> dict:
+    """``old``'s arms and results followed by ``new``'s; both must share the budget and seeds, and no arm twice."""
+    if old["budget"] != new["budget"]:
+        raise ValueError(f"budgets differ: {old['budget']} in the file, {new['budget']} in this run")
+    old_seeds = {tuple(r["seed"] for r in rows) for rows in old["results"].values()}
+    new_seeds = {tuple(r["seed"] for r in rows) for rows in new["results"].values()}
+    if old_seeds != new_seeds:
+        raise ValueError(f"seeds differ: {sorted(old_seeds)} in the file, {sorted(new_seeds)} in this run")
+    twice = sorted(set(old["arms"]) & set(new["arms"]))
+    if twice:
+        raise ValueError(f"arm(s) {twice} already in the file")
+    added = {"arms": list(new["arms"]), "torch": new["torch"], "threads": new["threads"]}
+    return {**old, "arms": {**old["arms"], **new["arms"]}, "results": {**old["results"], **new["results"]},
+            "added": old.get("added", []) + [added]}
+
+
 def summarise(data: dict, metric: str = "test_accuracy") -> dict[str, dict[str, float]]:
     """Per arm: mean, min and max of ``metric`` (a key of every result row) over the seeds, and the number of seeds."""
     out = {}
@@ -75,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, help="override the step budget (for a quick check)")
     parser.add_argument("--train-size", dest="train_size", type=int)
     parser.add_argument("--arms", nargs="+", choices=list(ARMS))
+    parser.add_argument("--add-to", dest="add_to", type=Path, help="keep this file's arms and add the new ones")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     budget = {k: getattr(args, k) for k in ("steps", "train_size") if getattr(args, k) is not None}
@@ -82,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
         budget["eval_every"] = budget["steps"]
         budget["warmup_steps"] = min(60, budget["steps"] // 10)
     data = run(args.seeds, args.arms, **budget)
+    if args.add_to is not None:
+        data = merge(json.loads(args.add_to.read_text()), data)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"→ {args.out}")
