@@ -1,6 +1,8 @@
 """Images that ship with the code, so no chapter downloads anything.
 
 * ``shapes``: the generated shapes task that every trained model in the book learns (with object masks);
+* ``scenes``: Part V's scenes of 0–4 shapes, with each shape's class, box and mask (segmentation, detection);
+* ``clips``: Part V's short clips of a moving shape, labelled by its direction (video);
 * ``photos``: a real photo for the chapters that show patches of one;
 * ``cifar``: CIFAR-10 from a local copy, for readers who have it (the book never needs it).
 """
