@@ -181,6 +181,19 @@ checkpoints: $(STAMP)
 	  --checkpoint vit_edu/checkpoints/dino_shapes.pt
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.variants.clip_train --seeds 0 1 2 --out vit_edu/checkpoints/tiny_clip.json \
 	  --model vit_edu/checkpoints/tiny_clip.pt
+	@# Part V. Segmentation: one run of patches of 4 with the progressive head costs three of the others, so the main
+	@# run trains it on seed 0 only (the widget's model) and a second run adds seeds 1 and 2.
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.segmentation_train --seeds 0 1 2 --out vit_edu/checkpoints/segmentation.json \
+	  --weights vit_edu/checkpoints/segmentation.pt
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.segmentation_train --seeds 1 2 --arms "P4 pup" --first-seed-only \
+	  --out vit_edu/checkpoints/segmentation_p4_pup.json
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.detection_train --arms detr fixed --seeds 0 1 2 \
+	  --out vit_edu/checkpoints/detection_matching.json --checkpoint-dir vit_edu/checkpoints
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.detection_train --arms yolos --seeds 0 1 2 \
+	  --out vit_edu/checkpoints/detection_yolos.json --checkpoint-dir vit_edu/checkpoints
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.video_train --seeds 0 1 2 --out vit_edu/checkpoints/video.json \
+	  --model vit_edu/checkpoints/video.pt
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.video_cost --out vit_edu/checkpoints/video_cost.json
 
 # Student notebooks (no solutions, no hidden checks) for the site and for students, and the masters without
 # hidden checks for the instructor's site. No secret needed: nothing here holds a hidden input.
