@@ -191,6 +191,8 @@ checkpoints: $(STAMP)
 	  --out vit_edu/checkpoints/detection_matching.json --checkpoint-dir vit_edu/checkpoints
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.detection_train --arms yolos --seeds 0 1 2 \
 	  --out vit_edu/checkpoints/detection_yolos.json --checkpoint-dir vit_edu/checkpoints
+	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.detection_train --arms yolos-2 yolos-3 --seeds 0 1 2 \
+	  --out vit_edu/checkpoints/detection_yolos_macs.json
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.video_train --seeds 0 1 2 --out vit_edu/checkpoints/video.json \
 	  --model vit_edu/checkpoints/video.pt
 	OMP_NUM_THREADS=1 $(PY) -m vit_edu.tasks.video_cost --out vit_edu/checkpoints/video_cost.json

@@ -5,7 +5,9 @@ test scenes scored), each arm trains from scratch with the same steps, batches, 
 
 * ``detr``: :class:`~vit_edu.tasks.detection.DETR`, Hungarian matching (the reference arm);
 * ``fixed``: the same DETR, but query j is always paired with the j-th listed object (the control for matching);
-* ``yolos``: :class:`~vit_edu.tasks.detection.YOLOS` with as many parameters as the DETR (see :data:`YOLOS_DEPTH`).
+* ``yolos``: :class:`~vit_edu.tasks.detection.YOLOS` with as many parameters as the DETR (see :data:`YOLOS_DEPTH`);
+* ``yolos-2``, ``yolos-3``: YOLOS with 2 and 3 blocks, whose multiply-adds per image bracket the DETR's (equal
+  compute per image cannot be met exactly with whole blocks).
 
 Each run records COCO mAP and AP@0.5 (torchmetrics, pycocotools backend), the duplicates among confident
 predictions, the parameters, the multiply-adds per image (torch's flop counter / 2) and the CPU seconds of training.
@@ -15,6 +17,8 @@ One thread; the first seed's model of each arm may be saved in half precision fo
         --out vit_edu/checkpoints/detection_matching.json --checkpoint-dir vit_edu/checkpoints
     python -m vit_edu.tasks.detection_train --arms yolos --seeds 0 1 2 \
         --out vit_edu/checkpoints/detection_yolos.json --checkpoint-dir vit_edu/checkpoints
+    python -m vit_edu.tasks.detection_train --arms yolos-2 yolos-3 --seeds 0 1 2 \
+        --out vit_edu/checkpoints/detection_yolos_macs.json
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ BACKBONE = ViTConfig(image_size=32, patch_size=8, embed_dim=64, depth=2, num_hea
 NUM_QUERIES = 8
 DECODER_DEPTH = 2
 YOLOS_DEPTH = 5  # encoder blocks of the YOLOS arm: as many parameters as the DETR arm (within 1%)
-ARMS = ("detr", "fixed", "yolos")
+YOLOS_DEPTHS = {"yolos": YOLOS_DEPTH, "yolos-2": 2, "yolos-3": 3}  # each YOLOS arm's blocks
+ARMS = ("detr", "fixed", *YOLOS_DEPTHS)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,8 +75,8 @@ def build(arm: str, seed: int) -> nn.Module:
     if arm not in ARMS:
         raise ValueError(f"arm must be one of {ARMS}, got {arm!r}")
     torch.manual_seed(seed)
-    if arm == "yolos":
-        return YOLOS(dataclasses.replace(BACKBONE, depth=YOLOS_DEPTH), NUM_QUERIES)
+    if arm in YOLOS_DEPTHS:
+        return YOLOS(dataclasses.replace(BACKBONE, depth=YOLOS_DEPTHS[arm]), NUM_QUERIES)
     return DETR(BACKBONE, NUM_QUERIES, DECODER_DEPTH)
 
 
@@ -162,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     models = {arm: build(arm, 0) for arm in args.arms}
     result = {"budget": dataclasses.asdict(budget), "backbone": BACKBONE.to_dict(), "num_queries": NUM_QUERIES,
               "decoder_depth": DECODER_DEPTH, "yolos_depth": YOLOS_DEPTH,
+              "yolos_depths": {a: YOLOS_DEPTHS[a] for a in args.arms if a in YOLOS_DEPTHS},
               "params": {a: sum(p.numel() for p in m.parameters()) for a, m in models.items()},
               "macs_per_image": {a: macs_per_image(m) for a, m in models.items()},
               "threads": torch.get_num_threads(), "torch": torch.__version__,
