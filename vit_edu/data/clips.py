@@ -17,14 +17,13 @@ import torch
 
 from vit_edu._checks import check_positive_int
 from vit_edu.data.shapes import (
-    _BACKGROUND_MEAN,
     _EXTENT,
-    _GRADIENT,
     _NOISE,
     _OBJECT_COLOUR,
     CLASS_NAMES,
     MIN_IMAGE_SIZE,
     SPLITS,
+    _backgrounds,
     _shape_masks,
     _uniform,
     split_seed,
@@ -68,14 +67,9 @@ def make_clips(
     size, T = image_size, frames
     labels = torch.randperm(n, generator=gen) % len(DIRECTIONS)  # balanced, shuffled
 
-    mean_bg = _uniform(gen, (n, 3), *_BACKGROUND_MEAN)
-    delta = _uniform(gen, (n, 3), -_GRADIENT, _GRADIENT)
-    direction = _uniform(gen, (n,), 0.0, 2 * math.pi)
+    background = _backgrounds(gen, n, size)  # (n, 3, H, W)
     coords = torch.arange(size, dtype=torch.float32) + 0.5
     ys, xs = coords[None, :, None], coords[None, None, :]  # (1, H, 1), (1, 1, W)
-    cos_d, sin_d = torch.cos(direction)[:, None, None], torch.sin(direction)[:, None, None]
-    t = ((xs / size - 0.5) * cos_d + (ys / size - 0.5) * sin_d) / math.sqrt(2)  # (n, H, W)
-    background = mean_bg[:, :, None, None] + delta[:, :, None, None] * t[:, None]  # (n, 3, H, W)
 
     # The motion: an angle whose horizontal part points the label's way (never straight up or down), a speed.
     angle = _uniform(gen, (n,), -math.pi / 3, math.pi / 3) + math.pi * (labels == 0)

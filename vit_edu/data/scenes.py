@@ -10,22 +10,20 @@ Everything is drawn from a seeded ``torch.Generator``: the same arguments give i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
 from vit_edu._checks import check_positive_int
 from vit_edu.data.shapes import (
-    _BACKGROUND_MEAN,
     _EXTENT,
-    _GRADIENT,
     _MAX_ROTATION,
     _NOISE,
     _OBJECT_COLOUR,
     CLASS_NAMES,
     MIN_IMAGE_SIZE,
     SPLITS,
+    _backgrounds,
     _shape_masks,
     _uniform,
     split_seed,
@@ -116,14 +114,9 @@ def make_scenes(n: int, *, image_size: int = 32, seed: int = 0, max_objects: int
     count = torch.randint(0, m + 1, (n,), generator=gen)
     wanted = torch.arange(m)[None, :] < count[:, None]  # (n, m)
 
-    mean_bg = _uniform(gen, (n, 3), *_BACKGROUND_MEAN)
-    delta = _uniform(gen, (n, 3), -_GRADIENT, _GRADIENT)
-    direction = _uniform(gen, (n,), 0.0, 2 * math.pi)
+    images = _backgrounds(gen, n, size)  # (n, 3, H, W)
     coords = torch.arange(size, dtype=torch.float32) + 0.5  # pixel centres
     ys, xs = coords[None, None, :, None], coords[None, None, None, :]  # (1, 1, H, 1), (1, 1, 1, W)
-    cos_d, sin_d = torch.cos(direction)[:, None, None], torch.sin(direction)[:, None, None]
-    t = ((xs[0] / size - 0.5) * cos_d + (ys[0] / size - 0.5) * sin_d) / math.sqrt(2)  # (n, H, W)
-    images = mean_bg[:, :, None, None] + delta[:, :, None, None] * t[:, None]  # (n, 3, H, W)
 
     classes = torch.randint(0, len(CLASS_NAMES), (n, m), generator=gen)
     r = _uniform(gen, (n, m), *SCENE_RADIUS) * size

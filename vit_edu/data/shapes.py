@@ -75,6 +75,21 @@ def _uniform(gen: torch.Generator, shape: tuple[int, ...], low: float, high: flo
     return low + (high - low) * torch.rand(shape, generator=gen)
 
 
+def _backgrounds(gen: torch.Generator, n: int, size: int) -> torch.Tensor:
+    """``(n, 3, size, size)`` dark backgrounds: a linear colour gradient in a random direction around a mean colour.
+
+    Draws three tensors from ``gen`` (mean colour, gradient, direction), so every generator that uses it keeps its
+    stream."""
+    mean_bg = _uniform(gen, (n, 3), *_BACKGROUND_MEAN)
+    delta = _uniform(gen, (n, 3), -_GRADIENT, _GRADIENT)
+    direction = _uniform(gen, (n,), 0.0, 2 * math.pi)
+    coords = torch.arange(size, dtype=torch.float32) + 0.5  # pixel centres
+    ys, xs = coords[None, :, None], coords[None, None, :]  # (1, H, 1), (1, 1, W)
+    cos_d, sin_d = torch.cos(direction)[:, None, None], torch.sin(direction)[:, None, None]
+    t = ((xs / size - 0.5) * cos_d + (ys / size - 0.5) * sin_d) / math.sqrt(2)  # (n, H, W) in [-0.5, 0.5]
+    return mean_bg[:, :, None, None] + delta[:, :, None, None] * t[:, None]  # (n, 3, H, W)
+
+
 def _shape_masks(labels: torch.Tensor, u: torch.Tensor, v: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     """Boolean ``(n, H, W)`` masks; ``u, v`` are the object's own (rotated) coordinates, ``r`` its half-size."""
     au, av = u.abs(), v.abs()
@@ -122,15 +137,9 @@ def make_shapes(
     k = len(CLASS_NAMES)
     labels = torch.randperm(n, generator=gen) % k  # balanced, shuffled
 
-    # Background: a linear colour gradient around a mean colour m, plus pixel noise (added below).
-    mean_bg = _uniform(gen, (n, 3), *_BACKGROUND_MEAN)
-    delta = _uniform(gen, (n, 3), -_GRADIENT, _GRADIENT)
-    direction = _uniform(gen, (n,), 0.0, 2 * math.pi)
+    images = _backgrounds(gen, n, size)  # (n, 3, H, W); pixel noise is added below
     coords = torch.arange(size, dtype=torch.float32) + 0.5  # pixel centres
     ys, xs = coords[None, :, None], coords[None, None, :]  # (1, H, 1), (1, 1, W)
-    cos_d, sin_d = torch.cos(direction)[:, None, None], torch.sin(direction)[:, None, None]
-    t = ((xs / size - 0.5) * cos_d + (ys / size - 0.5) * sin_d) / math.sqrt(2)  # (n, H, W) in [-0.5, 0.5]
-    images = mean_bg[:, :, None, None] + delta[:, :, None, None] * t[:, None]  # (n, 3, H, W)
 
     # Object: half-size r, centre far enough from the border that the rotated shape fits, rotation θ.
     r = _uniform(gen, (n,), *_RADIUS_RANGE) * size
