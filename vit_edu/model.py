@@ -38,14 +38,19 @@ class VisionTransformer(nn.Module):
         """``(B, N, D)`` patch tokens -> ``(B, S, D)``: the learned tokens in front (the CLS token, if pooling uses it)."""
         return prepend_cls(x, self.cls_token) if self.cls_token is not None else x  # (B, N+1, D) or (B, N, D)
 
-    def _encode(
-        self, images: torch.Tensor, need_weights: bool, need_hidden: bool = False
-    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        """``(B, C, H, W)`` -> ``(B, S, D)``: what the first block receives (standardised pixels as patch tokens, any
+        CLS token in front, positions added). Models that extend the sequence, as YOLOS does, start from here."""
         if self.config.input_norm is not None:
             mean, std = self.config.input_norm
             images = (images - mean) / std  # zero-centred inputs: without this a small ViT trains far slower
         x = self.prepend_tokens(self.patch_embed(images))  # (B, N, D) -> (B, S, D)
-        x = self.pos_drop(self.pos_embed(x))  # (B, S, D)
+        return self.pos_drop(self.pos_embed(x))  # (B, S, D)
+
+    def _encode(
+        self, images: torch.Tensor, need_weights: bool, need_hidden: bool = False
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        x = self.embed(images)  # (B, S, D)
         attentions, hidden = [], []
         for block in self.blocks:
             x, weights = block(x, need_weights=need_weights)

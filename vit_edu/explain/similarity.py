@@ -88,7 +88,7 @@ def attention_vs_pixel_similarity(model: VisionTransformer, images: torch.Tensor
     cosine = _others((unit[:, queries] @ unit.transpose(1, 2)), queries, n)  # (B, Q, N - 1)
 
     raw = (patches[:, queries] @ patches.transpose(1, 2) / patches.shape[-1] ** 0.5).softmax(-1)  # (B, Q, N)
-    x = model.pos_embed(model.prepend_tokens(model.patch_embed(pixels)))  # (B, S, D): what block 1 receives
+    x = model.embed(images)  # (B, S, D): what block 1 receives
     z = model.blocks[0].norm1(x)[:, prefix:]  # (B, N, D): patch tokens after block 1's LayerNorm
     tokens = (z[:, queries] @ z.transpose(1, 2) / z.shape[-1] ** 0.5).softmax(-1)  # (B, Q, N)
     _, attentions = model(images, return_attention=True)

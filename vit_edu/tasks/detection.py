@@ -179,14 +179,6 @@ def _backbone(config: ViTConfig) -> VisionTransformer:
     return VisionTransformer(config)
 
 
-def _embed(vit: VisionTransformer, images: torch.Tensor) -> torch.Tensor:
-    """``(B, C, H, W)`` -> ``(B, N, D)`` patch tokens with their position embeddings, before the first block."""
-    if vit.config.input_norm is not None:
-        mean, std = vit.config.input_norm
-        images = (images - mean) / std
-    return vit.pos_embed(vit.patch_embed(images))  # (B, N, D)
-
-
 class DETR(nn.Module):
     """ViT encoder -> ``decoder_depth`` decoder layers of ``num_queries`` learned object queries -> class and box
     heads."""
@@ -233,7 +225,7 @@ class YOLOS(nn.Module):
         """As :meth:`DETR.forward`; ``attention`` is the last block's attention from the detection tokens to the patch
         tokens, averaged over heads, ``(B, Q, N)`` (its rows also give weight to the detection tokens, so they sum to
         less than 1)."""
-        patches = _embed(self.backbone, images)  # (B, N, D)
+        patches = self.backbone.embed(images)  # (B, N, D): no CLS token
         b, n, _ = patches.shape
         det = (self.det_tokens + self.det_pos_embed).expand(b, -1, -1)  # (B, Q, D)
         x = torch.cat([patches, det], dim=1)  # (B, N+Q, D)
