@@ -36,7 +36,7 @@ ZH_SRC := _build/zh
 NOTO := _build/fonts/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 CJK_FONT ?= $(firstword $(wildcard /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc) $(NOTO))
 
-.PHONY: book test unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework homework-public grade book-instructor test-homework bench-grade
+.PHONY: book test site-checks unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework homework-public grade book-instructor test-homework bench-grade
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -113,7 +113,17 @@ nbval-portable: $(STAMP)
 browser: $(STAMP)
 	$(PY) -m pytest tests/test_site.py tests/test_site_launch_buttons.py tests/test_site_tryit.py -q -p no:cacheprovider --timeout=600
 
-test: unit nbval nbval-portable build browser
+# Two lanes at once, since most of each is one process waiting on another (a kernel, a sandbox, Sphinx, Chromium):
+# the unit tests, and the notebooks' checks followed by the site and its browser tests. OpenMP's idle threads sleep
+# instead of spinning, so that the lanes' torch threads do not burn the cores the other lane needs.
+test: $(STAMP)
+	OMP_WAIT_POLICY=PASSIVE $(MAKE) --no-print-directory -j2 --output-sync=line unit site-checks
+
+site-checks: $(STAMP)
+	$(MAKE) --no-print-directory nbval
+	$(MAKE) --no-print-directory nbval-portable
+	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory browser
 
 # The Try-it page's update latency in headless Chromium and the bytes it adds (a benchmark, not a test).
 bench-tryit: build

@@ -12,6 +12,7 @@ from vit_edu import CONFIGS, VisionTransformer
 
 matplotlib.use("Agg")  # tests draw figures without a screen
 
+HOMEWORK_SECRET = "a course secret for the tests"  # the secret every homework test grades with
 CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium, driven by playwright (never `playwright install`)
 
 
@@ -68,3 +69,14 @@ def assert_explains_problem(frame: tuple, *expected: str) -> None:
         assert len(fig.axes) == 1 and len(fig.axes[0].texts) == 1
     finally:
         plt.close(fig)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory) -> Path:
+    """The homework built once for the whole run (student notebooks, masters, Gradescope zips) with the tests'
+    secret: the grading tests and the Gradescope test read the same build."""
+    from vit_edu.homework.build import build_homework
+
+    out = tmp_path_factory.mktemp("homework")
+    build_homework(Path(__file__).resolve().parents[1] / "book" / "homework", out, HOMEWORK_SECRET)
+    return out

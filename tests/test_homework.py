@@ -10,6 +10,7 @@ the questions.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import os
@@ -29,13 +30,14 @@ from vit_edu.homework.grade import Homework, Limits, Row, csv_cell, feedback_mar
 from vit_edu.homework.sandbox import sandbox_problem
 from vit_edu.homework.strip import PACKAGE
 
+from conftest import HOMEWORK_SECRET
 from hidden_values import leaks
 from homework_helpers import answered, master_solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTERS = ROOT / "book" / "homework"
 NAMES = sorted(p.stem for p in MASTERS.glob("hw*.ipynb"))
-SECRET = "a course secret for the tests"
+SECRET = HOMEWORK_SECRET
 HW1 = "hw1_tokens"
 SANDBOX = sandbox_problem()
 pytestmark = [pytest.mark.skipif(SANDBOX is not None and "CI" not in os.environ, reason=f"no sandbox here: {SANDBOX}"),
@@ -136,8 +138,10 @@ HOSTILE = {
 SURVIVOR = ("import subprocess, os\nsubprocess.Popen(['sleep', '4242'], start_new_session=True)\n"
             "if os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['sleep', '4243'])\n")
 FLOOD = "import time\nend = time.time() + 3\nwhile time.time() < end:\n    print('x' * 100_000)"
-ODD_NAMES = ["名字 with spaces;$(touch pwned) hw1_tokens.ipynb", "-rf hw1_tokens.ipynb", "=HYPERLINK(1) hw1_tokens.ipynb",
-             "x" * 239 + "hw1_tokens.ipynb"]  # 255 bytes, the longest a name can be
+# A formula, Chinese, spaces and a shell command in one name of 255 bytes (the longest a name can be); an option.
+_ODD = "=HYPERLINK(1) 名字 with spaces;$(touch pwned) "
+ODD_NAMES = [_ODD + "x" * (255 - len(_ODD.encode()) - len("hw1_tokens.ipynb")) + "hw1_tokens.ipynb",
+             "-rf hw1_tokens.ipynb"]
 
 
 def write(nb: nbformat.NotebookNode, path: Path) -> None:
@@ -148,8 +152,10 @@ def hw1(built: Path, answers: dict[str, str] | None = None, extra: list[str] = (
     return answered(built / "student" / f"{HW1}.ipynb", MASTERS / f"{HW1}.ipynb", answers, extra)
 
 
+@functools.cache
 def hidden_data(built: Path, name: str, student: str = f"{HW1}.ipynb", secret: str = SECRET) -> dict:
-    """The questions of ``name`` with the hidden checks drawn for ``student`` (a file name, as make grade draws)."""
+    """The questions of ``name`` with the hidden checks drawn for ``student`` (a file name, as make grade draws);
+    computed once per student (the instructor's module runs its reference experiments for each), never mutated."""
     return Homework.load(built, name).questions_for(secret, student)
 
 
@@ -169,13 +175,6 @@ def hidden_marks(built: Path, names: list[str], student: str = f"{HW1}.ipynb") -
 
 def points(built: Path, name: str) -> float:
     return sum(c["points"] for q in hidden_data(built, name).values() for c in q["checks"])
-
-
-@pytest.fixture(scope="session")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("homework")
-    build_homework(MASTERS, out, SECRET)
-    return out
 
 
 def package_digest() -> str:
@@ -364,7 +363,7 @@ def test_odd_file_names_are_graded_under_their_own_names_and_never_become_formul
     assert not (Path.cwd() / "pwned").exists()
     with open(graded["csv"]) as f:
         cells = [cell for line in csv.reader(f) for cell in line]
-    assert "'=HYPERLINK(1) hw1_tokens.ipynb" in cells and "'-rf hw1_tokens.ipynb" in cells
+    assert len(ODD_NAMES[0].encode()) == 255 and "'" + ODD_NAMES[0] in cells and "'-rf hw1_tokens.ipynb" in cells
     assert not any(c.startswith(("=", "+", "-", "@")) for c in cells)
     assert csv_cell("@SUM(A1)") == "'@SUM(A1)" and csv_cell("fine") == "fine"
 
