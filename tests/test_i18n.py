@@ -79,3 +79,37 @@ def test_pages_cut_into_blocks_and_back(name):
         for p in pieces:
             if p.message:
                 assert not p.text.startswith("\n") and p.text.strip(), repr(p.text)
+
+
+# One name per concept: (what a translation writes, what it must not write). Compounds the English also shortens
+# keep "CLS" (CLS 行, CLS 头, CLS 注意力, CLS 查询); code (`shapes-vit`) is not prose, and words in “quotes” are someone
+# else's (a seed's sentence, a prompt), so neither is checked.
+VARIANTS = [
+    ("分类词元", re.compile(r"CLS\s*词元")),
+    ("形状任务 / 形状模型 / 形状数据集", re.compile(r"shapes\s*(?:分类)?(?:任务|模型|数据集)|形状分类任务(?!（shapes task）)")),
+    ("训练配方", re.compile(r"训练方案")),
+    ("本包 / 随包提供", re.compile(r"程序包|随软件包")),
+    ("试验台", re.compile(r"测试台")),
+    ("softmax（归一化指数函数）, then softmax", re.compile(r"归一化指数函数（softmax）")),
+    ("logit（no plural; 未归一化的类别分数 as its gloss）", re.compile(r"\blogits\b|类别分数（logit）")),
+    ("平均融合", re.compile(r"均值融合")),
+    ("初识 ViT", re.compile(r"初探")),
+    ("**本章的问题：**", re.compile(r"\*\*问题。\*\*")),
+    ("学完本章，你将能够：", re.compile(r"学完本章，你能够|学完本章，你将能够(?!：)")),
+    ("万 / 亿, or the exact count (not 百万 / 千 after a number)", re.compile(r"(?<![\u3400-\u9fff])(?:百万|千)(?!万)")),
+    ("交互控件", re.compile(r"探索器")),
+    ("图注", re.compile(r"说明文字")),
+    ("“…” (Chinese quotes)", re.compile(r"[\u3400-\u9fff，。]\s*[\"']|[\"']\s*[\u3400-\u9fff，。]")),
+    ("a space between Chinese and a Latin word", re.compile(r"[\u3400-\u9fff][A-Za-z]|[A-Za-z][\u3400-\u9fff]")),
+]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_one_chinese_name_per_concept(name):
+    bad = []
+    for context in (None, i18n.OUTPUT):
+        for chinese in i18n.table(name, context=context).values():
+            text = " ".join(re.sub(r"“[^”]*”", "“”", prose(re.sub(r"`[^`\n]*`", " ", chinese))).split())
+            bad += [f"{wanted}: …{text[max(m.start() - 30, 0):m.end() + 30]}…"
+                    for wanted, variant in VARIANTS for m in variant.finditer(text)]
+    assert not bad, f"{len(bad)} place(s) with another name for a concept:\n" + "\n".join(bad)

@@ -268,3 +268,36 @@ def test_no_hidden_homework_value_on_the_site():
         found = leaks(path.read_text(errors="replace"), names)
         assert not found, f"{path.relative_to(SITE)} holds hidden values {found}"
     assert not list(SITE.rglob("hidden_*")) and not list(SITE.rglob("*_key.json"))
+
+
+# The themes' English (or Traditional Chinese) that the Chinese edition's frame must not show.
+FRAME_ENGLISH = ["Link to this heading", "Link to this term", "Toggle primary sidebar", "Toggle secondary sidebar",
+                 '"Color mode"', "System Settings", "Toggle hidden content", "The ViT, hands-on authors",
+                 "© Copyright", "列印"]
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_the_chinese_page_frame_is_chinese(server, path):
+    html = (SITE / "zh" / path).read_text(encoding="utf-8")
+    assert not [s for s in FRAME_ENGLISH if s in html]
+    assert "动手学 ViT 作者团队" in html and "版权所有" in html
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_chinese_glossary_links_sit_on_glossed_whole_words(server, path):
+    """A Chinese name links where the page glosses it (位置编码（position embedding）), so 关键 or 像素值 never link
+    their 键 or 值 (the whole-word rule is tested in tests/test_glossary_links.py)."""
+    html = (SITE / "zh" / path).read_text(encoding="utf-8")
+    links = re.findall(r'(.)<a class="[^"]*glossary-link[^"]*"[^>]*>([^<]*)</a>(.)', html)
+    chinese = [(before, word, after) for before, word, after in links if CJK.search(word)]
+    assert all(after == "（" for _, _, after in chinese), [c for c in chinese if c[2] != "（"]
+
+
+@pytest.mark.parametrize("path", both_editions())
+def test_no_picture_is_described_by_its_file_name(server, path):
+    """A figure's alt text says what it shows; a file path (myst-nb's default) tells a screen reader nothing."""
+    html = (SITE / path).read_text(encoding="utf-8")
+    alts = re.findall(r'<img\b[^>]*\balt="([^"]*)"', html)
+    bad = [a for a in alts if re.search(r"\.(?:png|svg|jpe?g|gif)\b|_images/", a) or (a and " " not in a.strip()
+                                                                                        and not CJK.search(a))]
+    assert not bad, f"{len(bad)} picture(s) described by a file name: {bad[:3]}"

@@ -17,7 +17,14 @@ def _numbers(text: str) -> list[str]:
 
 
 def _same_output_but_words(en: dict, zh: dict) -> None:
-    """A translated output: a player with the same pictures and numbers, or a glued phrase with the same numbers."""
+    """A translated output: a player with the same pictures and numbers, a glued phrase with the same numbers, or a
+    printed table with the same rows, columns and numbers and Chinese words."""
+    if "text/markdown" in en.get("data", {}):
+        english, chinese = ("".join(o["data"]["text/markdown"]).strip().splitlines() for o in (en, zh))
+        assert [line.count("|") for line in chinese] == [line.count("|") for line in english]
+        assert _numbers(" ".join(chinese)) == _numbers(" ".join(english))
+        assert i18n.CJK.search(" ".join(chinese)), f"an English table: {chinese[:3]}"
+        return
     if en.get("metadata", {}).get("scrapbook"):
         assert zh["metadata"] == en["metadata"]
         english, chinese = (ast.literal_eval(o["data"][output_text.GLUE_TEXT]) for o in (en, zh))

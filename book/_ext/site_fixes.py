@@ -8,7 +8,8 @@ The launch buttons (Binder, Colab) and the repository button follow ``repository
 which ``BOOK_REPOSITORY_URL`` overrides (``make book REPOSITORY_URL=...``): with no repository there is nothing
 for them to open, so they are left out.
 
-Glossary links: on every page the first use of each glossary term links to its glossary entry.
+Glossary links: on every page the first use of each glossary term links to its glossary entry; in the Chinese
+edition, the first use the page glosses (位置编码（position embedding）), as a whole word.
 
 Two editions: the English site and the Chinese one under ``zh/`` (``vit_edition: zh``, written by
 ``vit_edu.book.zh_edition``). Every page links to the same page in the other edition.
@@ -19,6 +20,7 @@ names go into jieba's dictionary so that each one, such as 位置编码, is foun
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -60,24 +62,58 @@ def _buttons_follow_repository(app: Sphinx, config: Config) -> None:
         options["use_edit_page_button"] = False
 
 
-# An entry's term line, in either edition: "patch embedding (图像块嵌入)" or "图像块嵌入 (patch embedding)".
-_ENTRY = re.compile(r"^(\S[^(]*?)\s*\((.*)\)\s*$")
+# An entry's term line: "patch embedding (图像块嵌入)" in the English glossary, "图像块嵌入（patch embedding）" in the
+# Chinese one (a name may hold brackets of its own: "图像块集合（无序）（bag of patches）").
+_ENTRY = re.compile(r"^(?P<name>\S.*?)\s*(?:\((?P<en>.*)\)|（(?P<zh>[^（）]*)）)\s*$")
+
+
+def split_term(line: str) -> list[str]:
+    """A glossary term line's names, its own first: "层归一化（layer normalisation, LayerNorm）" ->
+    ["层归一化", "layer normalisation", "LayerNorm"]; a line without brackets is one name."""
+    m = _ENTRY.match(line.strip())
+    if not m:
+        return [line.strip()]
+    return [m["name"]] + [p.strip() for p in (m["en"] or m["zh"]).split(",") if p.strip()]
 
 
 def glossary_chinese_terms(glossary: Path) -> list[str]:
     """The Chinese names in the glossary's entries ("patch embedding (图像块嵌入)" -> "图像块嵌入")."""
-    terms = []
-    for line in glossary.read_text(encoding="utf-8").splitlines():
-        m = _ENTRY.match(line)
-        if m and not line.startswith(("#", "`", ":")):
-            terms += [p.strip() for p in [m.group(1), *m.group(2).split(",")] if CJK.search(p)]
-    return terms
+    return [name for line in glossary.read_text(encoding="utf-8").splitlines()
+            if _ENTRY.match(line) and not line.startswith(("#", "`", ":", " "))
+            for name in split_term(line) if CJK.search(name)]
 
 
 EDITIONS = {  # edition -> (the other edition's root from this one's, its name, its language)
     "en": ("zh/", "中文", "zh-CN"),
     "zh": ("../", "English", "en"),
 }
+
+
+# The Chinese edition's page frame: our translations of the themes' strings (``locale/zh_CN/theme``) take precedence
+# over their own zh_CN catalogues, which leave some English ("Link to this heading") or read as Traditional usage.
+THEME_TRANSLATIONS = Path(__file__).resolve().parents[2] / "locale" / "zh_CN" / "theme"
+
+
+def _theme_translations_first(app: Sphinx) -> None:
+    if app.config.vit_edition != "zh":
+        return
+    from babel.messages.pofile import read_po
+    from sphinx import locale
+
+    for po in sorted(THEME_TRANSLATIONS.glob("*.po")):
+        with po.open("rb") as f:
+            ours = {m.id: m.string for m in read_po(f) if m.id and m.string}
+        # The translator objects are shared with the templates, set up before this event: update them in place.
+        catalogue = getattr(locale.get_translator(po.stem), "_catalog", None)
+        if catalogue is None:
+            raise RuntimeError(f"{po}: Sphinx has no {app.config.language} catalogue {po.stem!r} to add these to")
+        catalogue.update(ours)
+
+
+def _hard_coded_strings(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
+    """myst-nb writes its collapsed cells' label in English without a catalogue."""
+    if app.config.vit_edition == "zh":
+        context["body"] = context.get("body", "").replace('aria-label="Toggle hidden content"', 'aria-label="显示或隐藏内容"')
 
 
 def _language_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
@@ -106,10 +142,8 @@ _NO_LINK = (nodes.literal, nodes.literal_block, nodes.math, nodes.math_block, no
 
 def _spellings(term: str, edition: str) -> list[str]:
     """How pages write a term: 'layer normalisation (LayerNorm, 层归一化)' -> ['layer normalisation', 'LayerNorm'];
-    in the Chinese edition, whose entries read '层归一化 (layer normalisation, LayerNorm)', the Chinese name too."""
-    m = re.match(r"^([^(]+?)\s*(?:\((.*)\))?$", term)
-    parts = [m.group(1).strip()] + [p.strip() for p in (m.group(2) or "").split(",") if p.strip()]
-    return [p for p in parts if edition == "zh" or not CJK.search(p)]
+    in the Chinese edition, whose entries read '层归一化（layer normalisation, LayerNorm）', the Chinese name too."""
+    return [p for p in split_term(term) if edition == "zh" or not CJK.search(p)]
 
 
 def _in_output(node: nodes.Node) -> bool:
@@ -118,6 +152,33 @@ def _in_output(node: nodes.Node) -> bool:
             return True
         node = node.parent
     return False
+
+
+# A Chinese name is linked where the page glosses it, as each chapter does at a term's first use: 位置编码（position
+# embedding）. Elsewhere a name is often an ordinary word (读出 "read out", 连续, 重建) or part of one (关键's 键).
+_GLOSS = re.compile(r"\s*（[^（）]*[A-Za-z][^（）]*）")
+
+
+def glossary_matches(text: str, spellings: list[str], words: list[str]) -> list[re.Match]:
+    """Where in ``text`` a glossary spelling may be linked, longest spelling first: an English one as a whole word
+    ("patch", not "dispatch"; plurals too), a Chinese one as whole words of ``words`` (the text cut into words by
+    jieba, so 关键 holds no 键 and 来自注意力 no 自注意力) and followed by its gloss, whose English is not linked again."""
+    if not spellings:
+        return []
+    ends, pos = {0}, 0
+    for w in words:
+        pos += len(w)
+        ends.add(pos)
+    inside_gloss = lambda m: text.rfind("（", 0, m.start()) > text.rfind("）", 0, m.start())  # noqa: E731
+    return [m for m in _pattern(tuple(spellings)).finditer(text)
+            if ((m.start() in ends and m.end() in ends and bool(_GLOSS.match(text, m.end()))) if CJK.search(m.group(0))
+                else not inside_gloss(m))]
+
+
+@functools.cache
+def _pattern(spellings: tuple[str, ...]) -> re.Pattern:
+    return re.compile("|".join(re.escape(w) if CJK.search(w) else r"(?<![\w-])" + re.escape(w) + r"(?:s|es)?(?![\w-])"
+                               for w in sorted(spellings, key=len, reverse=True)), re.I)
 
 
 def _link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -132,31 +193,39 @@ def _link_glossary_terms(app: Sphinx, doctree: nodes.document, docname: str) -> 
             targets.setdefault(spelling.lower(), (glossary_doc, labelid, spelling))
     if not targets:
         return
-    # An English word stands alone ("patch", not "dispatch"); a Chinese name sits between other characters.
-    latin = sorted((w for w in targets if not CJK.search(w)), key=len, reverse=True)
-    cjk = sorted((w for w in targets if CJK.search(w)), key=len, reverse=True)
-    alternatives = [r"(?<![\w-])(?P<latin>" + "|".join(map(re.escape, latin)) + r")(?:s|es)?(?![\w-])"] if latin else []
-    alternatives += ["(?P<cjk>" + "|".join(map(re.escape, cjk)) + ")"] if cjk else []
-    pattern = re.compile("|".join(alternatives), re.I)
+    chinese = tuple(sorted(t[2] for t in targets.values() if CJK.search(t[2])))
+    cut = _tokenizer(chinese).cut if chinese else (lambda text, HMM: [text])
     linked: set[str] = set()
     for text in list(doctree.findall(nodes.Text)):
         if text.parent is None or _in_output(text.parent):
             continue
         value, pieces, pos = str(text), [], 0
-        for m in pattern.finditer(value):
-            word = m.groupdict().get("latin") or m.groupdict().get("cjk")
-            doc, labelid, spelling = targets[word.lower()]
-            if labelid in linked or (spelling.isupper() and word != spelling):
+        for m in glossary_matches(value, [t[2] for t in targets.values()], list(cut(value, HMM=False))):
+            word = m.group(0)
+            doc, labelid, spelling = next(targets[w] for w in (word.lower(), word.lower()[:-1], word.lower()[:-2])
+                                          if w in targets)  # "patches" is "patch"
+            if labelid in linked or (spelling.isupper() and not word.startswith(spelling)):
                 continue
             linked.add(labelid)
             uri = app.builder.get_relative_uri(docname, doc) + "#" + labelid
             pieces += [nodes.Text(value[pos:m.start()]),
-                       nodes.reference("", m.group(0), internal=True, refuri=uri, classes=["glossary-link"],
+                       nodes.reference("", word, internal=True, refuri=uri, classes=["glossary-link"],
                                        reftitle="术语表" if app.config.vit_edition == "zh" else "glossary")]
             pos = m.end()
         if pieces:
             pieces.append(nodes.Text(value[pos:]))
             text.parent.replace(text, pieces)
+
+
+@functools.cache
+def _tokenizer(words: tuple[str, ...]):  # noqa: ANN202 (a jieba.Tokenizer)
+    """jieba, knowing the glossary's Chinese names as words (位置编码 one word; 关键 still one word too)."""
+    import jieba
+
+    tokenizer = jieba.Tokenizer()
+    for word in words:
+        tokenizer.add_word(word)
+    return tokenizer
 
 
 def _author_year_labels():  # noqa: ANN202
@@ -193,6 +262,8 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _chinese_search_dictionary)
     app.add_config_value("vit_edition", "en", "html")
     app.connect("html-page-context", _language_switch)
+    app.connect("html-page-context", _hard_coded_strings)
+    app.connect("builder-inited", _theme_translations_first)
     app.add_js_file(None, body=_MODE_FIX, priority=100)
     app.connect("html-page-context", _dedupe_scripts, priority=999)  # after the themes add theirs
     return {"parallel_read_safe": True, "parallel_write_safe": True}

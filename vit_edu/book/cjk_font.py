@@ -17,11 +17,14 @@ from fontTools.ttLib import TTCollection, TTFont
 FONT_FILE = "vit-cjk.woff2"
 # Must match vit.css's unicode-range: CJK symbols and punctuation, CJK ideographs (and extension A), full-width forms.
 RANGES = ((0x3000, 0x303F), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xFF00, 0xFFEF))
+# Punctuation Chinese shares with English (· — ‘ ’ “ ” …): full-width from this font on Chinese pages only (vit.css's
+# second face), so that English pages keep their own quotes and do not download the font for them.
+PUNCTUATION = ((0x00B7, 0x00B7), (0x2014, 0x2014), (0x2018, 0x2019), (0x201C, 0x201D), (0x2026, 0x2026))
 SKIP = ("mathjax", "ort")  # third-party files under _static: no text of the book
 
 
 def is_cjk(ch: str) -> bool:
-    return any(a <= ord(ch) <= b for a, b in RANGES)
+    return any(a <= ord(ch) <= b for a, b in RANGES + PUNCTUATION)
 
 
 def site_characters(site: Path) -> set[str]:

@@ -204,10 +204,10 @@ def homework_extras() -> list[str]:
 
 
 def book_strings() -> list[str]:
-    """The book's title and the part captions of the table of contents."""
+    """The book's title and author, and the part captions of the table of contents."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return [config["title"]] + [part["caption"] for part in toc["parts"]]
+    return [config["title"], config["author"]] + [part["caption"] for part in toc["parts"]]
 
 
 def page_messages(name: str) -> list[str]:

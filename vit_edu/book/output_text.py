@@ -1,4 +1,5 @@
-"""Words that code shows a reader: widget players' controls and captions, glued phrases, the Try-it page's labels.
+"""Words that code shows a reader: widget players' controls and captions, glued phrases, the cells of the tables
+code prints (Markdown outputs), the Try-it page's labels.
 
 The Chinese edition translates them too, from the same catalogues as the prose (context ``output``). Their English
 is written by code, with numbers that differ from frame to frame and from run to run, so a message is the text
@@ -92,6 +93,36 @@ def problems(english: str, chinese: str) -> list[str]:
 # Where the texts are
 
 
+# A table code prints (``IPython.display.Markdown``): rows of cells between pipes, and a |---| rule under the header.
+TABLE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+TABLE_RULE = re.compile(r"^\s*\|[\s:|-]+\|\s*$")
+CELL_SPLIT = re.compile(r"(?<!\\)\|")  # a pipe that is not written \|
+
+
+def _table_markdown(output: dict) -> str | None:
+    """The Markdown of an output that is a table, or None (a figure, or code shown as Markdown, is not)."""
+    markdown = "".join(output.get("data", {}).get("text/markdown", ""))
+    lines = markdown.strip().splitlines()
+    return markdown if lines and all(TABLE_ROW.match(line) for line in lines) else None
+
+
+def _table_cells(markdown: str) -> Iterator[str]:
+    for line in markdown.strip().splitlines():
+        if not TABLE_RULE.match(line):
+            yield from (cell.strip() for cell in CELL_SPLIT.split(TABLE_ROW.match(line).group(1)))
+
+
+def _table(markdown: str, tr: Callable[[str], str]) -> str:
+    """A printed table with each cell in Chinese (the rule and the numbers as they are)."""
+    def row(line: str) -> str:
+        if TABLE_RULE.match(line):
+            return line
+        cells = CELL_SPLIT.split(TABLE_ROW.match(line).group(1))
+        return "| " + " | ".join(tr(cell.strip()) for cell in cells) + " |"
+
+    return "\n".join(row(line) for line in markdown.strip().splitlines())
+
+
 def _player_texts(data: dict) -> Iterator[str]:
     yield from data["titles"]
     for labels, kind in zip(data["labels"], data["kinds"]):
@@ -159,14 +190,25 @@ def raw_html_texts(markdown: str) -> list[str]:
     return found
 
 
+def figure_alt(cell: dict) -> str | None:
+    """The text a screen reader gives for a code cell's figure (myst-nb's cell option ``mystnb.image.alt``)."""
+    return cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+
+
 def notebook_texts(nb: nbformat.NotebookNode) -> list[str]:
-    """The output texts of a notebook: its players' controls and captions and its glued strings."""
+    """The output texts of a notebook: its players' controls and captions, its glued strings, its tables' cells and
+    its figures' descriptions."""
     found: list[str] = []
     for cell in nb.cells:
+        if figure_alt(cell):
+            found.append(figure_alt(cell))
         for output in cell.get("outputs", []):
             glued = _glued(output)
             if glued is not None:
                 found.append(glued)
+            table = _table_markdown(output)
+            if table is not None:
+                found += list(_table_cells(table))
             page = "".join(output.get("data", {}).get("text/html", ""))
             for m in PLAYER_DATA.finditer(page):
                 found += list(_player_texts(json.loads(m.group(2))))
@@ -216,13 +258,19 @@ def _player(page: str, tr: Callable[[str], str]) -> str:
 
 
 def translate_notebook(nb: nbformat.NotebookNode, table: dict[str, str]) -> None:
-    """Every player and glued string of ``nb`` in Chinese, in place; code, numbers and pictures untouched."""
+    """Every player, glued string, printed table and figure description of ``nb`` in Chinese, in place; code,
+    numbers and pictures untouched."""
     tr = lambda text: translate(text, table)  # noqa: E731
     for cell in nb.cells:
+        if figure_alt(cell):
+            cell.metadata["mystnb"]["image"]["alt"] = tr(figure_alt(cell))
         for output in cell.get("outputs", []):
             glued = _glued(output)
             if glued is not None and wants_translation(glued):
                 output["data"][GLUE_TEXT] = repr(tr(glued))
+            markdown = _table_markdown(output)
+            if markdown is not None:
+                output["data"]["text/markdown"] = _table(markdown, tr)
             page = "".join(output.get("data", {}).get("text/html", ""))
             if PLAYER_DATA.search(page):
                 output["data"]["text/html"] = _player(page, tr)

@@ -4,7 +4,7 @@
 ``_build/zh``): every page of ``_toc.yml`` with each Markdown block replaced by its translation from the page's
 catalogue (:mod:`vit_edu.book.i18n`), code cells and their outputs (glued numbers, figures) copied as they are
 except the words code shows a reader (widget players' controls and captions, glued phrases, the Try-it page's
-labels: :mod:`vit_edu.book.output_text`), and ``_config.yml`` and ``_toc.yml`` with ``language: zh_CN`` and
+labels: :mod:`vit_edu.book.output_text`), the glossary in pinyin order, and ``_config.yml`` and ``_toc.yml`` with ``language: zh_CN`` and
 translated captions. The homework pages come from the built student notebooks (``book/homework/student``), which ``make book`` writes
 first. A message without a translation stops the build, naming it.
 """
@@ -13,16 +13,43 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 from pathlib import Path
 
 import nbformat
 import yaml
+from pypinyin import Style, lazy_pinyin
 
 from vit_edu.book import i18n, output_text
 
 ROOT = i18n.ROOT
-SHARED = ("_static", "_ext", "references.bib")  # linked, not copied: the same files serve both editions
+SHARED = ("_static", "_ext", "_templates", "references.bib")  # linked, not copied: the same files serve both editions
+GLOSSARY = "book/glossary"
+# The glossary's entries: Sphinx's :sorted: orders them by code point, which a Chinese reader cannot predict.
+GLOSSARY_BLOCK = re.compile(r"```\{glossary\}\n:sorted:\n\n(?P<entries>.*?)\n```", re.S)
+
+
+def pinyin_key(headword: str) -> tuple[str, str]:
+    """How a Chinese dictionary files a term: by its pinyin, tones breaking ties; a Latin name by its letters
+    ("logit 透镜" under L, between "lèi" and "lǜ")."""
+    name = re.sub(r"[^\w\s]", "", re.split(r"\s*[（(]", headword, maxsplit=1)[0])  # “无目标”类别: 无目标类别
+    plain = " ".join(lazy_pinyin(name, style=Style.NORMAL)).lower()
+    return plain, " ".join(lazy_pinyin(name, style=Style.TONE3)).lower()
+
+
+def pinyin_glossary(text: str) -> str:
+    """The Chinese glossary page with its entries in pinyin order, one glossary per initial under a letter heading."""
+    block = GLOSSARY_BLOCK.search(text)
+    if block is None:
+        raise SystemExit(f"{GLOSSARY}: no ```{{glossary}} block with :sorted: to put in pinyin order")
+    entries = re.split(r"\n\n(?=\S)", block["entries"].strip())  # an entry: its term line, then its definition
+    groups: dict[str, list[str]] = {}
+    for entry in sorted(entries, key=pinyin_key):
+        initial = pinyin_key(entry)[0][:1].upper()
+        groups.setdefault(initial if "A" <= initial <= "Z" else "#", []).append(entry)
+    letters = [f"## {letter}\n\n```{{glossary}}\n" + "\n\n".join(group) + "\n```" for letter, group in groups.items()]
+    return text[:block.start()] + "\n\n".join(letters) + text[block.end():]
 
 
 def translated_page(file: str, source: Path, locale_dir: Path = i18n.LOCALE) -> str:
@@ -38,7 +65,8 @@ def translated_page(file: str, source: Path, locale_dir: Path = i18n.LOCALE) -> 
                     cell.source = i18n.translate(cell.source, table)
             output_text.translate_notebook(nb, outputs)
             return nbformat.writes(nb)
-        return output_text.translate_raw_html(i18n.translate(source.read_text(encoding="utf-8"), table), outputs)
+        text = output_text.translate_raw_html(i18n.translate(source.read_text(encoding="utf-8"), table), outputs)
+        return pinyin_glossary(text) if file == GLOSSARY else text
     except KeyError as err:
         raise SystemExit(f"{file}: {err.args[0]}\nTranslate it: python -m vit_edu.book.i18n worksheet "
                          f"{i18n.page_name(file)} (the README says how)") from None
@@ -53,9 +81,9 @@ def english_file(file: str) -> Path:
 
 
 def config(strings: dict[str, str]) -> dict:
-    """The English ``_config.yml`` with the Chinese title and language."""
+    """The English ``_config.yml`` with the Chinese title, author and language."""
     settings = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    settings["title"] = strings[settings["title"]]
+    settings["title"], settings["author"] = strings[settings["title"]], strings[settings["author"]]
     sphinx = settings.setdefault("sphinx", {}).setdefault("config", {})
     sphinx["language"] = "zh_CN"
     sphinx["vit_edition"] = "zh"
