@@ -304,3 +304,25 @@ def test_two_models_side_by_side_on_the_same_drawing(page, own_models):
     page.keyboard.press("Enter")
     page.wait_for_function(f"window.vitTryIt.runs > {runs} && !window.vitTryIt.busy", timeout=60_000)
     assert not page.is_visible("#tryit-second") and page.evaluate("window.vitTryIt.second") is None
+
+
+def test_a_burst_of_changes_is_announced_once_after_the_pause(page):
+    """The status line follows every stroke; a screen reader's polite region hears the final prediction once."""
+    announce = page.locator("#tryit-announce")
+    assert announce.get_attribute("aria-live") == "polite" and page.get_attribute("#tryit-status", "aria-live") is None
+    page.wait_for_timeout(800)
+    before = page.evaluate("window.vitTryIt.announced")
+    for i in range(5):
+        after(page, lambda i=i: page.select_option("#tryit-example", str(i)))
+    page.wait_for_timeout(1200)
+    assert page.evaluate("window.vitTryIt.announced") == before + 1
+    assert announce.inner_text() == page.inner_text("#tryit-status") and announce.inner_text().startswith("Prediction: ")
+
+
+def test_a_keyboard_user_can_skip_the_drawing_to_the_test_images(page):
+    skip = page.locator("a[href='#tryit-example']")
+    skip.focus()
+    assert skip.is_visible(), "the skip link shows when it has focus"
+    page.keyboard.press("Enter")
+    assert page.evaluate("location.hash") == "#tryit-example"
+    assert page.locator("#tryit-example").evaluate("e => e.getBoundingClientRect().top >= 0 && e.getBoundingClientRect().bottom <= innerHeight")

@@ -110,10 +110,26 @@ def _theme_translations_first(app: Sphinx) -> None:
         catalogue.update(ours)
 
 
-def _hard_coded_strings(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
-    """myst-nb writes its collapsed cells' label in English without a catalogue."""
-    if app.config.vit_edition == "zh":
-        context["body"] = context.get("body", "").replace('aria-label="Toggle hidden content"', 'aria-label="显示或隐藏内容"')
+# Markup of the page body that axe-core reports and the book can mend (its rule in brackets): myst-nb names its
+# collapsed cells' toggles "Toggle hidden content" while they show "Show code cell source" (label-content-name-
+# mismatch): their visible text names them instead; a printed table's empty corner is a header with no text
+# (empty-table-header): it becomes a plain cell; docutils marks the bibliography with roles ARIA deprecates or
+# disallows on those elements (aria-deprecated-role, aria-allowed-role, aria-required-children): they go.
+_BODY_FIXES = (
+    (re.compile(r'(<summary) aria-label="Toggle hidden content"'), r"\1"),
+    (re.compile(r'<th class="head">(?:<p></p>)?</th>'), '<td class="head"></td>'),
+    (re.compile(r'(<div class="citation" id="[^"]*") role="doc-biblioentry"'), r"\1"),
+    (re.compile(r'<div role="list" class="citation-list">'), '<div class="citation-list">'),
+)
+
+
+def _mend_body(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
+    body = context.get("body", "")
+    for pattern, replacement in _BODY_FIXES:
+        body = pattern.sub(replacement, body)
+    if 'class="vit-frames"' in body:  # a page with players announces their changes (book/_static/players.js)
+        body += f'<script src="{context["pathto"]("_static/players.js", 1)}" defer></script>'
+    context["body"] = body
 
 
 def _language_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
@@ -262,7 +278,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", _chinese_search_dictionary)
     app.add_config_value("vit_edition", "en", "html")
     app.connect("html-page-context", _language_switch)
-    app.connect("html-page-context", _hard_coded_strings)
+    app.connect("html-page-context", _mend_body)
     app.connect("builder-inited", _theme_translations_first)
     app.add_js_file(None, body=_MODE_FIX, priority=100)
     app.connect("html-page-context", _dedupe_scripts, priority=999)  # after the themes add theirs

@@ -26,7 +26,7 @@
   let second = null;      // a second model to compare, run on the same drawing, or null
   let cursor = [0, 0];    // the keyboard brush position (x, y)
   let changedAt = null, running = false, dirty = false;
-  const api = { runs: 0, last: null, ready: null };  // for the book's browser test and benchmark
+  const api = { runs: 0, last: null, ready: null, announced: 0 };  // for the book's browser test and benchmark
   Object.defineProperty(api, "busy", { get: () => running || dirty || changedAt !== null });
   window.vitTryIt = api;
 
@@ -379,7 +379,17 @@
       heatmap(figure.querySelector("canvas"), weights);
       figure.querySelector("canvas").setAttribute("aria-label", say("map_label", { layer: l + 1, head: hh, where: describe(weights) }));
     }
-    status.textContent = say("prediction", { name: className(meta.classes[best]), percent: (100 * views.probabilities[best]).toFixed(1) });
+    show(say("prediction", { name: className(meta.classes[best]), percent: (100 * views.probabilities[best]).toFixed(1) }));
+  }
+
+  // The status line changes with every stroke; a screen reader hears it once, when the reader pauses (an error at
+  // once).
+  let announcing = null;
+  function show(text, now = false) {
+    status.textContent = text;
+    clearTimeout(announcing);
+    const speak = () => { $("tryit-announce").textContent = text; api.announced += 1; };
+    if (now) speak(); else announcing = setTimeout(speak, 600);
   }
 
   // The compared model on the same drawing, squeezed to its own input size.
@@ -456,7 +466,7 @@
         select.value = "";
         changed();
       } catch (err) {
-        status.textContent = say("bad_picture", { file: file.name, error: err.message });
+        show(say("bad_picture", { file: file.name, error: err.message }), true);
       }
     });
   }
@@ -554,7 +564,7 @@
       $("tryit-compare-stop").disabled = true;  // nothing to stop yet
       await use(shipped);
     } catch (err) {
-      status.textContent = say("no_start", { error: err.message });
+      show(say("no_start", { error: err.message }), true);
       throw err;
     }
   }
