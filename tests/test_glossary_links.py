@@ -1,4 +1,5 @@
-"""Glossary links and order in the Chinese edition: whole words where the page glosses them; pinyin order."""
+"""The two editions' words: glossary links on whole words where the page glosses them, the glossary in pinyin
+order, and the other language's words marked with their lang."""
 
 from __future__ import annotations
 
@@ -60,3 +61,16 @@ def test_the_chinese_glossary_is_in_pinyin_order_under_letter_headings():
     # 长 in 长度 reads cháng; 重 in 重建 chóng: the dictionary's readings, not the first one
     assert order.index("编码器块") < order.index("词元") < order.index("多头注意力") < order.index("注意力头")
     assert page.count("```{glossary}") == len(letters) and ":sorted:" not in page
+
+
+@pytest.mark.parametrize("edition, html, marked", [
+    ("en", '<p>patch embedding (图像块嵌入), <a href="g">位置编码</a></p>',
+     '<p>patch embedding (<span lang="zh-CN">图像块嵌入</span>), <a href="g"><span lang="zh-CN">位置编码</span></a></p>'),
+    ("en", "<pre>词元</pre><script>s = '<code>词元'</script><code>词元</code><p>词元</p>",
+     '<pre>词元</pre><script>s = \'<code>词元\'</script><code>词元</code><p><span lang="zh-CN">词元</span></p>'),
+    ("zh", "<p>位置编码（position embedding）与 ViT，<code>f（x）</code></p>",
+     '<p>位置编码（<span lang="en">position embedding</span>）与 ViT，<code>f（x）</code></p>'),
+])
+def test_the_other_languages_words_carry_their_lang(edition, html, marked):
+    assert site_fixes.mark_languages(html, edition) == marked
+    assert site_fixes.mark_languages(marked, edition) == marked  # a page marked before is left as it is

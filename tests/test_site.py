@@ -192,8 +192,9 @@ def test_every_frame_player_changes_its_picture(browser, server, path):
         page.close()
 
 
-@pytest.mark.parametrize(("path", "width"), [(p, w) for p in toc_pages() for w in (1366, 390)]
-                         + [("zh/" + p, 390) for p in toc_pages()])
+# 320 px: WCAG 2.1's reflow width (1.4.10), as a 1280-px window zoomed to 400%.
+@pytest.mark.parametrize(("path", "width"), [(p, w) for p in toc_pages() for w in (1366, 390, 320)]
+                         + [("zh/" + p, w) for p in toc_pages() for w in (390, 320)])
 def test_no_sideways_scrolling(browser, server, path, width):
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
@@ -337,3 +338,20 @@ def test_axe_finds_no_violation(browser, server, path):
         assert not found, f"{path}: {len(found)} axe-core violation(s):\n" + "\n".join(map(str, found))
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("path", both_editions())
+def test_words_in_the_other_language_carry_their_lang(server, path):
+    """Chinese on an English page, and a gloss's English on a Chinese page, are read in their own language."""
+    html = (SITE / path).read_text(encoding="utf-8")
+    body = html[html.index("<body"):]
+    text = re.sub(r"<(script|style|pre|code|option|textarea|title)\b.*?</\1>", " ", body, flags=re.S)
+    if path.startswith("zh/"):
+        text = re.sub(r'="[^"]*"', '=""', text)  # attribute values (an alt text) aside
+        # A marked gloss reads （<span lang="en">…</span>）: a bare one has its English right after the bracket.
+        bare = re.findall(r"（([A-Za-z][^（）<>\u3000-\u303f\u3400-\u9fff\uff00-\uffef]*)）", text)
+        assert not bare, f"{path}: English glosses without lang: {bare[:5]}"
+    else:
+        text = re.sub(r'<(span|a)\b[^>]*\blang="zh-CN"[^>]*>.*?</\1>', " ", text, flags=re.S)
+        bare = re.findall(r"[\u3400-\u9fff]+", re.sub(r"<[^>]+>", " ", text))
+        assert not bare, f"{path}: Chinese without lang: {bare[:5]}"

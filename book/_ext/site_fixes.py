@@ -123,6 +123,58 @@ _BODY_FIXES = (
 )
 
 
+# Words in the other language carry its lang, so a screen reader reads 位置编码 in Chinese on an English page and
+# "position embedding" in English on a Chinese one (WCAG 3.1.2): runs of Chinese on English pages, the English of a
+# （gloss） on Chinese pages. Text in code, scripts and form options is left as it is.
+_MARKUP = re.compile(r"(<!--.*?-->|<[^>]+>)", re.S)
+_UNTOUCHED = ("script", "style", "textarea", "title", "option", "pre", "code", "kbd", "samp")
+_RAW_TEXT = ("script", "style", "textarea", "title")  # elements whose content is text, never tags
+_CHINESE_RUN = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff00-\uffef“”]+(?:\s+[\u3400-\u9fff\u3000-\u303f\uff00-\uffef]+)*")
+_ENGLISH_GLOSS = re.compile(r"（([A-Za-z][^（）\u3000-\u303f\u3400-\u9fff\uff00-\uffef]*)）")
+
+
+def mark_languages(html: str, edition: str) -> str:
+    """``html`` with the other language's words in ``<span lang>``: Chinese runs on an English page, the English of
+    a gloss on a Chinese page."""
+    if edition == "zh":
+        wrap = lambda text: _ENGLISH_GLOSS.sub(r'（<span lang="en">\1</span>）', text)  # noqa: E731
+    else:
+        wrap = lambda text: _CHINESE_RUN.sub(lambda m: f'<span lang="zh-CN">{m.group(0)}</span>', text)  # noqa: E731
+    out, inside = [], []
+    for piece in _MARKUP.split(html):
+        if out and out[-1].startswith("<") and ' lang="' in out[-1] and not out[-1].startswith("<html"):  # marked already (the language link,
+            out.append(piece)                                                # a page built before)
+            continue
+        if inside and inside[-1] in _RAW_TEXT:  # a script's text may hold "<code>": only its own end tag counts
+            if piece.lower().startswith(f"</{inside[-1]}"):
+                inside.pop()
+            out.append(piece)
+            continue
+        if piece.startswith("<"):
+            name = re.match(r"</?([a-zA-Z0-9]+)", piece)
+            if name and name.group(1).lower() in _UNTOUCHED and not piece.endswith("/>"):
+                if piece.startswith("</"):
+                    inside.pop() if inside and inside[-1] == name.group(1).lower() else None
+                else:
+                    inside.append(name.group(1).lower())
+            out.append(piece)
+        else:
+            out.append(piece if inside else wrap(piece))
+    return "".join(out)
+
+
+def _mark_languages_everywhere(app: Sphinx, exception: Exception | None) -> None:
+    """Every page as written, so the sidebars and the in-page contents (written by the theme) are marked too."""
+    if exception is None and app.builder.format == "html":
+        for page in Path(app.outdir).rglob("*.html"):
+            if "_static" in page.parts:
+                continue
+            text = page.read_text(encoding="utf-8")
+            marked = mark_languages(text, app.config.vit_edition)
+            if marked != text:
+                page.write_text(marked, encoding="utf-8")
+
+
 def _mend_body(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
     body = context.get("body", "")
     for pattern, replacement in _BODY_FIXES:
@@ -280,6 +332,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _language_switch)
     app.connect("html-page-context", _mend_body)
     app.connect("builder-inited", _theme_translations_first)
+    app.connect("build-finished", _mark_languages_everywhere)
     app.add_js_file(None, body=_MODE_FIX, priority=100)
     app.connect("html-page-context", _dedupe_scripts, priority=999)  # after the themes add theirs
     return {"parallel_read_safe": True, "parallel_write_safe": True}
