@@ -142,8 +142,9 @@ def mark_languages(html: str, edition: str) -> str:
         wrap = lambda text: _CHINESE_RUN.sub(lambda m: f'<span lang="zh-CN">{m.group(0)}</span>', text)  # noqa: E731
     out, inside = [], []
     for piece in _MARKUP.split(html):
-        if out and out[-1].startswith("<") and ' lang="' in out[-1] and not out[-1].startswith("<html"):  # marked already (the language link,
-            out.append(piece)                                                # a page built before)
+        marked = out and out[-1].startswith("<") and ' lang="' in out[-1] and not out[-1].startswith("<html")
+        if marked:  # text in an element with its own lang: the language link, or a page marked before
+            out.append(piece)
             continue
         if inside and inside[-1] in _RAW_TEXT:  # a script's text may hold "<code>": only its own end tag counts
             if piece.lower().startswith(f"</{inside[-1]}"):

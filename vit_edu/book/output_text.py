@@ -106,12 +106,6 @@ def _table_markdown(output: dict) -> str | None:
     return markdown if lines and all(TABLE_ROW.match(line) for line in lines) else None
 
 
-def _table_cells(markdown: str) -> Iterator[str]:
-    for line in markdown.strip().splitlines():
-        if not TABLE_RULE.match(line):
-            yield from (cell.strip() for cell in CELL_SPLIT.split(TABLE_ROW.match(line).group(1)))
-
-
 def _table(markdown: str, tr: Callable[[str], str]) -> str:
     """A printed table with each cell in Chinese (the rule and the numbers as they are)."""
     def row(line: str) -> str:
@@ -208,7 +202,7 @@ def notebook_texts(nb: nbformat.NotebookNode) -> list[str]:
                 found.append(glued)
             table = _table_markdown(output)
             if table is not None:
-                found += list(_table_cells(table))
+                _table(table, lambda cell: found.append(cell) or cell)  # the cells, as _table reads them
             page = "".join(output.get("data", {}).get("text/html", ""))
             for m in PLAYER_DATA.finditer(page):
                 found += list(_player_texts(json.loads(m.group(2))))
