@@ -36,7 +36,10 @@ ZH_SRC := _build/zh
 NOTO := _build/fonts/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 CJK_FONT ?= $(firstword $(wildcard /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc) $(NOTO))
 
-.PHONY: book test site-checks unit nbval nbval-portable bench-tryit build browser lab serve execute checkpoints clean homework homework-public grade book-instructor test-homework bench-grade
+.PHONY: book test site-checks unit nbval nbval-portable bench-tryit bench-site build browser lab serve execute checkpoints clean homework homework-public grade book-instructor test-homework bench-grade
+
+# The kernel under the name the chapters record ("Python 3"), so that Jupyter does not mark a chapter modified.
+KERNELSPEC = $(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3" > /dev/null
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -46,7 +49,7 @@ $(STAMP): requirements.txt pyproject.toml
 	@# Optional IRI checker pulled in by jupyter-events: nothing needs it, and importing it costs ~2.6 s in
 	@# every process that validates a notebook (each kernel using glue, nbconvert, nbval).
 	$(PY) -m pip uninstall --quiet --yes rfc3987-syntax
-	$(PY) -m ipykernel install --sys-prefix --name python3 > /dev/null
+	$(KERNELSPEC)
 	touch $(STAMP)
 
 $(MATHJAX): $(STAMP)
@@ -93,6 +96,8 @@ endif
 	@if [ -f "$(CJK_FONT)" ]; then $(PY) -m vit_edu.book.cjk_font --font "$(CJK_FONT)" --site _build/html; \
 	else echo "No CJK font: Chinese shows only where the reader's system has a font for it. Give one with"; \
 	  echo "CJK_FONT=path/to/NotoSansSC-Regular.otf (or, on Debian/Ubuntu: apt-get install fonts-noto-cjk)."; fi
+	@# The players' frames as files both editions share, fetched when first shown (the notebooks keep them inline).
+	$(PY) -m vit_edu.book.site_frames --site _build/html
 
 book: build
 	@echo "The site is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
@@ -129,13 +134,23 @@ site-checks: $(STAMP)
 bench-tryit: build
 	$(PY) tests/bench_tryit.py
 
+# Bytes each page type transfers on load (home, chapters, glossary, Try-it, search), both editions, by kind; the
+# largest files and what every page loads (a benchmark; BENCH_SITE=dir measures another built site).
+BENCH_SITE ?= _build/html
+bench-site: build
+	$(PY) tests/bench_site.py --site $(BENCH_SITE)
+
 # Jupyter Lab on the Lab edition of the chapters: MyST rendered by jupyterlab-myst, glued numbers written in; saves keep
 # each widget cell's precomputed player. FRESH=05_qkv (or all): the book's version of a chapter you edited, yours kept beside it.
 FRESH ?=
-lab: $(STAMP) $(if $(filter zh,$(EDITION)),$(HOMEWORK_BUILT))
+# The Chinese Lab carries the CJK font make book uses (CJK_FONT), cut to its characters.
+lab: $(STAMP) $(if $(filter zh,$(EDITION)),$(HOMEWORK_BUILT) $(if $(filter $(NOTO),$(CJK_FONT)),$(NOTO)))
+	@# Also for a .venv installed before the kernel's name was set (a fraction of a second).
+	@$(KERNELSPEC)
 ifeq ($(EDITION),zh)
 	$(PY) -m vit_edu.book.zh_edition $(ZH_SRC)
-	$(PY) -m vit_edu.book.lab_edition _build/lab-zh --book $(ZH_SRC)/book --start $(if $(FRESH),--fresh $(FRESH))
+	$(PY) -m vit_edu.book.lab_edition _build/lab-zh --book $(ZH_SRC)/book --start $(if $(FRESH),--fresh $(FRESH)) \
+	  $(if $(wildcard $(CJK_FONT)),--cjk-font "$(CJK_FONT)")
 else
 	$(PY) -m vit_edu.book.lab_edition _build/lab --start $(if $(FRESH),--fresh $(FRESH))
 endif

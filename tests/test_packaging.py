@@ -63,6 +63,7 @@ def test_wheel_carries_the_package_and_its_shipped_files(wheel):
     shipped = sorted(p.name for p in (ROOT / "vit_edu" / "checkpoints").iterdir())
     assert shipped and all(f"vit_edu/checkpoints/{name}" in names for name in shipped)
     assert "vit_edu/widgets/patch_explorer.py" in names
+    assert "vit_edu/book/lab_config/labconfig/default_setting_overrides.json" in names  # Lab's quiet defaults
     assert not any(name.startswith(("tests/", "book/")) for name in names)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import re
 import threading
 from pathlib import Path
@@ -70,10 +71,12 @@ def browser(server):
         chromium.close()
 
 
-def open_page(browser, url: str):
-    """Open ``url``; return the page and the problems seen while loading it."""
+def open_page(browser, url: str, requested: list[str] | None = None):
+    """Open ``url``; return the page and the problems seen while loading it (the URLs it requests: ``requested``)."""
     page = browser.new_page()
     problems: list[str] = []
+    if requested is not None:
+        page.on("request", lambda r: requested.append(r.url))
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"failed request: {r.url} ({r.failure})"))
@@ -106,6 +109,7 @@ def test_page_loads_cleanly(browser, server, path):
         heading = page.locator("main h1").first.inner_text().strip().rstrip("#").strip()
         assert heading, f"{path} has no title"
         assert heading.split()[0] in page.title(), f"{path}: title {page.title()!r} vs heading {heading!r}"
+        page.evaluate(LOAD_LAZY_IMAGES)
         broken = page.evaluate(
             "Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src.slice(0, 80))"
         )
@@ -119,6 +123,16 @@ def test_page_loads_cleanly(browser, server, path):
         check_internal_links(page, server, path)
     finally:
         page.close()
+
+
+# Lazy pictures (the players' first frames) load when a reader scrolls to them: scroll to each and wait for it.
+LOAD_LAZY_IMAGES = """async () => {
+  for (const image of document.querySelectorAll('img[loading=lazy]')) {
+    image.scrollIntoView();
+    await new Promise(done => { if (image.complete) { done(); } else { image.onload = image.onerror = done;
+      setTimeout(done, 5000); } });
+  }
+}"""
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,18 +157,51 @@ def check_internal_links(page, server: str, path: str) -> None:
     assert not bad, f"{path}: internal links that do not resolve: {bad}"
 
 
+PLAYER_DATA = re.compile(r'class="vit-frames-data">(.*?)</script>', re.S)
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_players_frames_are_files_both_editions_share(server, path):
+    """No built page inlines a frame (vit_edu.book.site_frames moved them into frames/); a Chinese page's players
+    name the very files its English twin's do."""
+    files = {}
+    for page in (SITE / path, SITE / "zh" / path):
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"data:image/png;base64,iVBOR", text), f"{page}: a frame inlined as base64"
+        players = [json.loads(m) for m in PLAYER_DATA.findall(text)]
+        files[page] = [(page.parent / (p["base"] + name)).resolve() for p in players for name, _ in p["frames"]]
+        missing = [f for f in files[page] if not f.is_file()]
+        assert not missing, f"{page}: frames not in the site: {missing[:3]}"
+    assert files[SITE / path] == files[SITE / "zh" / path], f"{path}: the editions' players name different frames"
+
+
+# A player's frame files, resolved: [frame index -> URL] per player, and the frame each shows now.
+PLAYER_FRAMES = """() => Array.from(document.querySelectorAll('div.vit-frames'), p => {
+  const data = JSON.parse(p.querySelector('script.vit-frames-data').textContent);
+  return {urls: data.frames.map(f => new URL(data.base + f[0], location.href).href), shown: Number(p.dataset.frame)};
+})"""
+
+
 @pytest.mark.parametrize("path", both_editions())
 def test_every_frame_player_changes_its_picture(browser, server, path):
-    page, problems = open_page(browser, server + path)
+    fetched: list[str] = []  # the URLs the page requests, in order
+    page, problems = open_page(browser, server + path, requested=fetched)
     try:
         players = page.locator("div.vit-frames")
         source = (ROOT / path.removeprefix("zh/")).with_suffix(".ipynb")
         if source.exists() and re.search(r"\b(frame_player|explore)\(", source.read_text(encoding="utf-8")):
             assert players.count() > 0, f"{path}: the notebook builds a frame player but the page shows none"
+        frames = page.evaluate(PLAYER_FRAMES)
+        firsts = {p["urls"][p["shown"]] for p in frames}
+        loaded = {url for url in fetched if "/frames/" in url}
+        assert loaded <= firsts, f"{path}: loading fetched frames no player shows: {loaded - firsts}"
         for i in range(players.count()):
             player = players.nth(i)
             image = player.locator("img.vit-frames-image")
+            image.scroll_into_view_if_needed()  # the first frame is lazy: let it load before the move
+            page.wait_for_function("i => i.complete", arg=image.element_handle())
             before, frame = image.get_attribute("src"), player.get_attribute("data-frame")
+            seen = len(fetched)
             live = player.locator(".vit-frames-live")
             assert live.get_attribute("aria-live") == "polite", f"{path}: player {i} has no polite status region"
             live.evaluate("e => { e.dataset.changes = '0'; new MutationObserver(() => { e.dataset.changes ="
@@ -170,6 +217,12 @@ def test_every_frame_player_changes_its_picture(browser, server, path):
                 control.fill(str(top if current != top else 0))
             assert player.get_attribute("data-frame") != frame, f"{path}: player {i} did not switch frame"
             assert image.get_attribute("src") != before, f"{path}: player {i} shows the same picture"
+            page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=image.element_handle())
+            shown = frames[i]["urls"][int(player.get_attribute("data-frame"))]
+            # The move fetches the frame now shown (unless the page had it), no other; the scroll to the player may
+            # have brought a next player's first frame into view.
+            new = [url for url in fetched[seen:] if "/frames/" in url and (url == shown or url not in firsts)]
+            assert new == [shown] or (not new and shown in fetched[:seen]), f"{path}: player {i} move fetched {new}"
             # A burst of moves (a held arrow key) is announced once, after the pause, with the new caption.
             control.evaluate("e => { for (let k = 0; k < 5; k++) e.dispatchEvent(new Event('input', {bubbles: true})); }")
             page.wait_for_timeout(1200)
@@ -355,3 +408,170 @@ def test_words_in_the_other_language_carry_their_lang(server, path):
         text = re.sub(r'<(span|a)\b[^>]*\blang="zh-CN"[^>]*>.*?</\1>', " ", text, flags=re.S)
         bare = re.findall(r"[\u3400-\u9fff]+", re.sub(r"<[^>]+>", " ", text))
         assert not bare, f"{path}: Chinese without lang: {bare[:5]}"
+
+
+# Every control reached by Tab, focused as the keyboard focuses it: the indicator it shows (an outline of 2 px or
+# more whose colour stands 3:1 against what surrounds it, the browser's own two-tone ring, or a box shadow the focus
+# adds). The background is the nearest ancestor's opaque one, which the outline (drawn outside the box) sits on.
+FOCUS_INDICATORS = """() => {
+  const controls = 'a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"])';
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const lum = c => c.slice(0, 3).map(v => (v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+    .reduce((sum, v, i) => sum + [0.2126, 0.7152, 0.0722][i] * v, 0);
+  const ratio = (a, b) => (Math.max(lum(a), lum(b)) + 0.05) / (Math.min(lum(a), lum(b)) + 0.05);
+  function background(el) {
+    for (let e = el.parentElement; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || c[3] > 0.5) return c;
+    }
+    return [255, 255, 255];
+  }
+  const missing = [];
+  for (const el of document.querySelectorAll(controls)) {
+    if (el.disabled || !el.checkVisibility({visibilityProperty: true})) continue;
+    const shadow = getComputedStyle(el).boxShadow;
+    el.focus();
+    if (document.activeElement !== el) continue;
+    const s = getComputedStyle(el), width = parseFloat(s.outlineWidth);
+    const shown = s.outlineStyle === 'auto' || (s.boxShadow !== 'none' && s.boxShadow !== shadow) ||
+      (s.outlineStyle !== 'none' && width >= 2 && ratio(rgb(s.outlineColor), background(el)) >= 3);
+    if (!shown) {
+      const name = (el.getAttribute('aria-label') || el.textContent || el.name || '').trim().slice(0, 40);
+      missing.push(`${el.tagName.toLowerCase()}.${String(el.className).split(' ')[0]} "${name}": outline ` +
+        `${s.outlineStyle} ${s.outlineWidth} ${s.outlineColor}`);
+    }
+    el.blur();
+  }
+  return missing;
+}"""
+
+
+@pytest.mark.parametrize("path", both_editions())
+def test_every_control_shows_where_the_focus_is(browser, server, path):
+    """WCAG 2.4.7 with 1.4.11's 3:1, in the light and the dark colour scheme: a keyboard user sees which control
+    has the focus, the theme's buttons, the code toggles and the players' controls included."""
+    page, _ = open_page(browser, server + path)
+    try:
+        page.keyboard.press("Tab")  # focus from the keyboard, so that focusing by script shows :focus-visible too
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            missing = page.evaluate(FOCUS_INDICATORS)
+            assert not missing, f"{path} ({scheme}): no visible focus on\n" + "\n".join(missing)
+    finally:
+        page.close()
+
+
+# Weight: a page loads what it shows and no more (issue 35). MathJax where the page has a formula; FontAwesome's
+# script nowhere (the icons are the theme's icon font, cut to the glyphs the site shows); on an English page, the
+# English edition's CJK font (the glosses' characters), never the Chinese edition's.
+MATH = 'class="math notranslate'
+ENGLISH_FONT_LIMIT = 120_000  # bytes: the English glosses' characters (some 330) fit in about 90 KB
+
+
+@pytest.mark.parametrize("path", both_editions() + ["search.html", "zh/search.html"])
+def test_a_page_loads_only_what_it_uses(browser, server, path):
+    requested: list[str] = []
+    page, problems = open_page(browser, server + path, requested)
+    try:
+        page.evaluate("document.fonts.ready.then(() => true)")
+        page.wait_for_load_state("networkidle")
+        files = [urlparse(u).path for u in requested if not u.startswith("data:")]
+        has_math = MATH in (SITE / path).read_text(encoding="utf-8")
+        mathjax = [f for f in files if "/mathjax/" in f]
+        assert bool(mathjax) == has_math, f"{path}: {'no formula but' if mathjax else 'formulas but no'} MathJax"
+        assert not [f for f in files if "fontawesome.js" in f], f"{path} loads FontAwesome's script"
+        if "search.html" not in path:
+            assert not [f for f in files if f.endswith("searchindex.js")], f"{path} loads the search index"
+        fonts = {f: (SITE / f.lstrip("/")).stat().st_size for f in files if f.endswith((".woff2", ".woff", ".ttf"))}
+        if not path.startswith("zh/"):
+            assert not [f for f in fonts if f.startswith("/zh/")], f"{path} fetches the Chinese edition's font"
+            assert all(size <= ENGLISH_FONT_LIMIT for size in fonts.values()), f"{path}: fonts {fonts}"
+        icon_font = {f: s for f, s in fonts.items() if "fontawesome" in f}
+        assert all(size < 20_000 for size in icon_font.values()), f"{path}: the whole icon font {icon_font}"
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+
+
+ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:before,?)+)\{content:"\\([0-9a-f]+)"\}')
+
+
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_the_icon_font_has_every_icon_the_pages_show(edition):
+    """Each icon class on a page (and each icon the theme's stylesheets draw) has its glyph in the cut icon font."""
+    from fontTools.ttLib import TTFont
+
+    static = SITE / edition / "_static"
+    css = (static / "styles/pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    glyphs = {name[1:-7]: int(code, 16) for names, code in ICON_RULE.findall(css) for name in names.split(",")}
+    cmap = TTFont(static / "vendor/fontawesome/webfonts/fa-solid-900.woff2").getBestCmap()
+    pages = [SITE / edition / p for p in toc_pages() + ["search.html"]]
+    tags = re.compile(r'<(?:i|span)\s[^>]*\bclass="([^"]*)"')
+    shown = {name for p in pages for attr in tags.findall(p.read_text(encoding="utf-8"))
+             for name in re.findall(r"\bfa-[a-z0-9-]+", attr)}
+    icons = {c for c in shown if not re.fullmatch(r"fa-(solid|regular|brands|lg|sm|xs|fw|\dx|spin)", c)}  # not styles
+    assert {"fa-bars", "fa-magnifying-glass", "fa-download"} <= icons, sorted(icons)  # the pages show these
+    missing = sorted(c for c in icons if c not in glyphs or glyphs[c] not in cmap)
+    assert not missing, f"icons without a glyph in {edition or 'the English'} site's icon font: {missing}"
+    admonition = re.search(r'--pst-icon-info-circle:"(.)"', css)
+    assert admonition and ord(admonition.group(1)) in cmap, "the note admonition's icon is not in the font"
+    github = re.search(r'--pst-icon-github:"(.)"', css)  # before each link to GitHub (the references)
+    brands = TTFont(static / "vendor/fontawesome/webfonts/fa-brands-400.woff2").getBestCmap()
+    assert github and ord(github.group(1)) in brands and len(brands) < 10, "the brands font is not cut to GitHub's logo"
+
+
+ICON_CONTROLS = """async () => {
+  await document.fonts.ready;
+  const drawn = (ch, font) => { const c = document.createElement('canvas'); c.width = c.height = 48;
+    const g = c.getContext('2d'); g.font = font; g.fillText(ch, 4, 40); return c.toDataURL(); };
+  const out = [];
+  for (const i of document.querySelectorAll('i[class], span[class]')) {
+    if (!/\\bfa-[a-z]/.test(i.className) || !i.checkVisibility({visibilityProperty: true})) continue;
+    const control = i.closest('button, a, label, [role="button"]');
+    const box = i.getBoundingClientRect();
+    const ch = getComputedStyle(i, '::before').content.replace(/"/g, '');
+    await document.fonts.load('900 40px "Font Awesome 6 Free"', ch);
+    const glyph = drawn(ch, '900 40px "Font Awesome 6 Free"') !== drawn(ch, '900 40px serif');
+    const named = control && ((control.getAttribute('aria-label') || '').trim() || (control.title || '').trim() ||
+      control.innerText.trim() || (control.getAttribute('aria-labelledby') &&
+      document.getElementById(control.getAttribute('aria-labelledby'))?.innerText.trim()));
+    out.push({icon: i.className, width: box.width, height: box.height, glyph, hidden: i.getAttribute('aria-hidden'),
+              named: control ? Boolean(named) : null});
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", ["book/intro.html", "book/01_patches.html", "zh/book/03_patch_embedding.html",
+                                  "search.html"])
+@pytest.mark.parametrize("width", [1366, 390])
+def test_every_icon_is_drawn_and_its_control_named(browser, server, path, width):
+    """An icon-only control still shows its icon (a glyph of the icon font in a box that is not empty), hidden from
+    screen readers, and its control has a name."""
+    page, problems = open_page(browser, server + path)
+    try:
+        page.set_viewport_size({"width": width, "height": 900})
+        icons = page.evaluate(ICON_CONTROLS)
+        assert len(icons) >= 3, f"{path} at {width} px shows {len(icons)} icons"
+        bad = [i for i in icons if not (i["width"] > 0 and i["height"] > 0 and i["glyph"] and i["hidden"] == "true"
+                                        and i["named"] is not False)]
+        assert not bad, f"{path} at {width} px: icons not drawn, not hidden or in a control without a name: {bad}"
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+
+
+def test_each_edition_has_a_cjk_font_with_its_own_characters():
+    """The English site's font holds the Chinese its pages show and is a fraction of the Chinese edition's."""
+    from fontTools.ttLib import TTFont
+
+    from vit_edu.book.cjk_font import is_cjk
+
+    for edition in ("", "zh/"):
+        cmap = TTFont(SITE / edition / "_static/vit-cjk.woff2").getBestCmap()
+        pages = [SITE / edition / p for p in toc_pages()]
+        used = {ch for p in pages for ch in p.read_text(encoding="utf-8") if is_cjk(ch)}
+        assert not [ch for ch in used if ord(ch) not in cmap], f"{edition or 'English'} font lacks characters"
+    english = (SITE / "_static/vit-cjk.woff2").stat().st_size
+    chinese = (SITE / "zh/_static/vit-cjk.woff2").stat().st_size
+    assert english < chinese / 2, f"English pages' font: {english} bytes, not cut to their characters ({chinese})"

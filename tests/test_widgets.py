@@ -96,3 +96,57 @@ def test_the_widget_box_keeps_keys_pressed_on_its_controls():
     box = live(_view, {"size": [8, 16], "mode": ["a", "b"]})
     assert LIVE_CLASS in box._dom_classes and box.children[3].value.endswith(KEY_GUARD)
     assert f"closest('.{LIVE_CLASS}')" in KEY_GUARD and "stopPropagation" in KEY_GUARD
+
+
+def test_a_slider_value_keeps_a_gap_from_the_handle_at_its_maximum():
+    from vit_edu.widgets import READOUT_STYLE
+
+    box = live(lambda size, step, mode: _view(size, mode), {"size": [8, 16, 32], "step": [1, 2, 3], "mode": ["a", "b"]})
+    _slider, readout, typed, _menu = box.children[0].children
+    assert readout.layout.margin.split()[3] == "0.6em"  # the value text after a SelectionSlider
+    assert type(typed).__name__ == "IntSlider" and READOUT_STYLE in box.children[3].value  # an IntSlider's readout
+    assert ".vit-live .widget-readout { margin-left: 0.6em; }" in READOUT_STYLE
+
+
+def test_in_a_lab_kernel_explore_skips_the_player_and_keeps_the_first_picture(monkeypatch):
+    from vit_edu.widgets import LAB_KERNEL, LIVE_FALLBACK_CLASS, explore
+
+    monkeypatch.setenv(LAB_KERNEL, "en")
+    calls.clear()
+    out = explore(_view, {"size": [8, 16, 32], "mode": ["a", "b"]}, start={"size": 16}, alt="sizes")
+    bundle = out._repr_mimebundle_()
+    assert calls == [(16, "a")]  # the live widget's one picture, no frames for a player
+    html = bundle["text/html"]
+    assert html.startswith(f'<div class="{LIVE_FALLBACK_CLASS}">') and "vit-frames" not in html
+    assert 'alt="sizes"' in html and "16/a" in html and "Run this cell for the live widget" in html
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == out.box.model_id
+
+
+def test_a_lab_kernel_with_an_unknown_language_says_which(monkeypatch):
+    import pytest
+
+    from vit_edu.widgets import LAB_KERNEL, explore
+
+    monkeypatch.setenv(LAB_KERNEL, "fr")
+    with pytest.raises(ValueError, match=r"VIT_EDU_LAB_KERNEL='fr'.*\('en', 'zh'\)"):
+        explore(_view, {"size": [8]})
+
+
+def test_a_chinese_lab_kernel_shows_the_chinese_editions_words(monkeypatch):
+    """Labels, menu options, caption and notes as the Chinese edition's player has them; the values unchanged."""
+    from vit_edu.book import i18n, output_text
+    from vit_edu.widgets import LAB_KERNEL, RESTART_TEXT, explore
+    from vit_edu.widgets import distill_explorer as de
+
+    monkeypatch.setenv(LAB_KERNEL, "zh")
+    table = i18n.table("15_distillation", context=i18n.OUTPUT) | i18n.table(i18n.BOOK_CATALOGUE, context=i18n.OUTPUT)
+    out = explore(de.distill_explorer_view, de.CONTROLS, site_controls=de.SITE_CONTROLS, start=de.START)
+    controls, _picture, caption, note = out.box.children
+    temperature, _readout, alpha, _readout2, student = controls.children
+    assert temperature.description == output_text.translate("temperature", table) != "temperature"
+    assert student.value == de.START["student"]  # the view still gets its own values
+    assert student.label == output_text.translate(de.START["student"], table) and output_text.CJK.search(student.label)
+    _fig, english = de.distill_explorer_view(**de.START)
+    assert caption.value == output_text.translate(english, table) != english
+    assert output_text.translate(RESTART_TEXT, table) in note.value
+    assert output_text.CJK.search(out._repr_mimebundle_()["text/html"].split("<p")[-1])  # the fallback's note

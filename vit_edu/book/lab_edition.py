@@ -11,6 +11,9 @@ Lab folder lacks.
 A widget cell's output is the live widget with the precomputed player as its HTML fallback. Saved without its
 widget state, which lives only in the kernel, the widget would reopen as "Error displaying widget: model not
 found"; so the copies, and every save in ``--start``'s Jupyter Lab (:func:`pre_save_hook`), keep only the fallback.
+``--start``'s kernels skip the player (:data:`vit_edu.widgets.LAB_KERNEL`, set to the book's language, which also
+makes a Chinese book's widgets speak Chinese); the save hook puts the chapter's own player, from the file being
+saved over, back into each widget cell whose source is unchanged. The glossary is written as plain Markdown.
 """
 
 from __future__ import annotations
@@ -24,19 +27,24 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from vit_edu.book import lab_server
 from vit_edu.book.lab_copies import Update, update_copies
+from vit_edu.book.lab_server import SAVE_HOOK, lab_command  # noqa: F401 (SAVE_HOOK names pre_save_hook below)
+from vit_edu.widgets import LIVE_FALLBACK_CLASS
 
 GLUE = re.compile(r"\{glue:text\}`([^`:]+)(?::([^`]*))?`")
 CITE = re.compile(r"\{cite:([pt])\}`([^`]+)`")
-# {doc}`target` or {doc}`text <target>`, and a following " page" (kept apart to read well for an absent page).
-DOC = re.compile(r"\{doc\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`]+))`( page\b)?")
+# {doc}`target` or {doc}`text <target>`, and a following " page" or "页面" (kept apart to read well for an absent
+# page).
+DOC = re.compile(r"\{doc\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`]+))`( page\b| ?页面)?")
 SITE_ONLY = "site-only"  # tag of a Markdown cell about the website only
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-EXTRAS = ("glossary.md", "references.bib")  # copied as they are, beside the chapters
+EXTRAS = ("glossary.md", "references.bib")  # beside the chapters: the bibliography as it is, the glossary plain
 # How a chapter names a page the Lab folder lacks: "see the {doc}`x` page", "see {doc}`x`". The Chinese edition's
 # come from the book's catalogue (context ``output``), as the players' notes do.
 SITE_PHRASES = ("“{text}” page on the book's website", "“{text}” (on the book's website)")
-SAVE_HOOK = "vit_edu.book.lab_edition.pre_save_hook"
+PLAYER_CLASS = 'class="vit-frames"'  # how a widget cell's precomputed player starts (frames.frame_player)
+GLOSSARY = re.compile(r"^```\{glossary\}\n(?P<sorted>:sorted:\n)?\n*(?P<entries>.*?)\n```$", re.S | re.M)
 
 
 def glued_values(nb: nbformat.NotebookNode) -> dict[str, str]:
@@ -150,17 +158,70 @@ def drop_widget_views(nb: dict) -> int:
     return removed
 
 
-def pre_save_hook(model: dict, **_: object) -> None:
-    """Jupyter server's pre-save hook: a saved chapter keeps its widget cells' fallback, not their widget view."""
-    if model.get("type") == "notebook" and isinstance(model.get("content"), dict):
-        drop_widget_views(model["content"])
+def _text(value: str | list[str]) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+def players(nb: dict) -> dict[str, str]:
+    """source -> the precomputed player each widget cell of a notebook (nbformat's or JSON) shows."""
+    found = {}
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            page = _text(out.get("data", {}).get("text/html", ""))
+            if page.startswith(f"<div {PLAYER_CLASS}"):
+                found[_text(cell["source"])] = page
+    return found
+
+
+def restore_players(nb: dict, kept: dict[str, str]) -> int:
+    """Put back, from ``kept`` (:func:`players`), the player of every widget cell whose output is a Lab kernel's
+    fallback (the live widget's first picture) and whose source is unchanged; return how many were put back."""
+    restored = 0
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if LIVE_FALLBACK_CLASS in _text(data.get("text/html", "")) and _text(cell["source"]) in kept:
+                data["text/html"] = kept[_text(cell["source"])]
+                restored += 1
+    return restored
+
+
+def pre_save_hook(model: dict, path: str = "", contents_manager: object = None, **_: object) -> None:
+    """Jupyter server's pre-save hook: a saved chapter keeps its widget cells' fallback, not their widget view, and
+    that fallback is the chapter's own player (the file being saved over holds it) where the cell is unchanged."""
+    if model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
+        return
+    saved_over = Path(getattr(contents_manager, "root_dir", "") or ".", path) if path else None
+    if saved_over and saved_over.is_file():
+        restore_players(model["content"], players(nbformat.read(saved_over, as_version=4)))
+    drop_widget_views(model["content"])
+
+
+def plain_glossary(text: str) -> str:
+    """A MyST glossary page as plain Markdown, which Jupyter Lab renders: each term in bold, its definition on the
+    next line, entries apart (sorted where the glossary asks for it)."""
+    def block(m: re.Match) -> str:
+        entries = []
+        for entry in re.split(r"\n\s*\n", m.group("entries").strip()):
+            term, *definition = entry.splitlines()
+            entries.append((term.strip(), " ".join(line.strip() for line in definition)))
+        if m.group("sorted"):
+            entries.sort(key=lambda e: e[0].lower())
+        return "\n\n".join(f"**{term}**\\\n{definition}" for term, definition in entries)
+
+    return GLOSSARY.sub(block, text)
+
+
+def book_language(book: Path) -> str:
+    """"en" or "zh": the language of the book in ``book`` (from its ``_config.yml``, one folder up)."""
+    config = book.parent / "_config.yml"
+    settings = yaml.safe_load(config.read_text(encoding="utf-8")) if config.exists() else {}
+    return "en" if (settings.get("sphinx") or {}).get("config", {}).get("language", "en") == "en" else "zh"
 
 
 def site_phrases(book: Path) -> tuple[str, str]:
-    """:data:`SITE_PHRASES` in the language of the book in ``book`` (its ``_config.yml`` is one folder up)."""
-    config = book.parent / "_config.yml"
-    settings = yaml.safe_load(config.read_text(encoding="utf-8")) if config.exists() else {}
-    if (settings.get("sphinx") or {}).get("config", {}).get("language", "en") == "en":
+    """:data:`SITE_PHRASES` in the language of the book in ``book``."""
+    if book_language(book) == "en":
         return SITE_PHRASES
     from vit_edu.book import i18n, output_text
 
@@ -193,12 +254,8 @@ def write_lab_edition(book: Path, out: Path, fresh: list[str] | None = None) -> 
         editions[path.name] = nbformat.writes(lab_notebook(path, labels, pages, phrases))
     for extra in EXTRAS:
         editions[extra] = (book / extra).read_text(encoding="utf-8")
+    editions["glossary.md"] = plain_glossary(editions["glossary.md"])
     return update_copies(editions, out, fresh or [])
-
-
-def lab_command(folder: Path) -> list[str]:
-    """The command that starts Jupyter Lab on ``folder`` with :func:`pre_save_hook` (``make lab``, the tests)."""
-    return [sys.executable, "-m", "jupyterlab", str(folder), f"--ContentsManager.pre_save_hook={SAVE_HOOK}"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -208,8 +265,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fresh", nargs="+", default=[], metavar="NAME",
                         help="chapters (05_qkv, or all) to replace by a fresh copy; your copy is kept beside it")
     parser.add_argument("--start", action="store_true", help="then start Jupyter Lab on the folder")
+    parser.add_argument("--cjk-font", type=Path, help="a font with Chinese (.otf/.ttc), for a Chinese book's Lab")
     args = parser.parse_args(argv)
-    updates = write_lab_edition(args.book, args.out, args.fresh)
+    try:
+        updates = write_lab_edition(args.book, args.out, args.fresh)
+    except ValueError as err:  # a wrong --fresh name: the learner needs the line, not the traceback
+        sys.exit(f"lab_edition: {err}")
+    lab_server.trust([u.path for u in updates if u.path.suffix == ".ipynb" and u.status not in ("yours", "kept")])
     for update in updates:
         if update.message:
             print(update.message)
@@ -218,10 +280,27 @@ def main(argv: list[str] | None = None) -> None:
         print(f"Your edited copies, kept: {', '.join(yours)}. For the book's version of one, with yours kept beside "
               f"it: make lab FRESH=NAME (or python -m vit_edu.book.lab_edition {args.out} --fresh NAME).")
     print(f"The Lab edition is in {args.out}: numbers and citations written in.")
+    language, style = book_language(args.book), None
+    if language == "zh":
+        style = _font_style(args.out, args.cjk_font)
     if args.start:
         import subprocess
 
-        sys.exit(subprocess.call(lab_command(args.out)))
+        sys.exit(subprocess.call(lab_command(args.out, style), env=lab_server.lab_environment(language)))
+
+
+def _font_style(out: Path, font: Path | None) -> Path | None:
+    """The Chinese Lab's custom CSS folder, with the CJK font cut from ``font``; None (and a line why) without one."""
+    if font is None or not font.is_file():
+        print("No CJK font given: Chinese shows only where your system has a font for it. Give one with "
+              "CJK_FONT=path/to/NotoSansSC-Regular.otf (or, on Debian/Ubuntu: apt-get install fonts-noto-cjk).")
+        return None
+    from vit_edu.book import i18n
+
+    style = out.with_name(out.name + "-style")
+    if lab_server.write_font_style(font, lab_server.lab_characters(out, i18n.LOCALE), style):
+        print(f"The Chinese font for Jupyter Lab, cut from {font}, is in {style}.")
+    return style
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ The numbers themselves are never translated: they are put back into the Chinese 
 from __future__ import annotations
 
 import ast
+import functools
 import html
 import json
 import re
@@ -20,7 +21,7 @@ from html.parser import HTMLParser
 import nbformat
 
 from vit_edu.book.lab_edition import SITE_PHRASES
-from vit_edu.widgets import frames
+from vit_edu.widgets import LIVE_FALLBACK_TEXT, RESTART_TEXT, frames
 
 CONTEXT = "output"  # the gettext context of these messages, so "head" the control and "head" a paragraph differ
 # A number as code prints it: a sign, thousands commas, decimals; not a digit inside a word (ch9, 1e-4, P4). ASCII
@@ -215,10 +216,31 @@ def messages(texts: list[str]) -> list[str]:
     return list(dict.fromkeys(template(t)[0] for t in texts if wants_translation(t)))
 
 
-# Words every page may carry, translated once in the book's own catalogue: the players' notes (frames.py) and
-# the Lab edition's name for a page only the website has (lab_edition.py).
+# Words every page may carry, translated once in the book's own catalogue: the players' notes (frames.py), the
+# Lab edition's name for a page only the website has (lab_edition.py) and the live widget's notes (widgets).
 PLAYER_NOTES = (frames.NOTE_STATIC, frames.NOTE_LIVE)
-FIXED = (*PLAYER_NOTES, *SITE_PHRASES)
+FIXED = (*PLAYER_NOTES, *SITE_PHRASES, RESTART_TEXT, LIVE_FALLBACK_TEXT)
+
+
+@functools.cache
+def chinese_outputs() -> dict[str, str]:
+    """Every catalogue's output texts, template -> Chinese: for the Chinese Lab's live widgets, which do not know
+    their chapter (read once per kernel)."""
+    from vit_edu.book import i18n  # i18n imports this module
+
+    table: dict[str, str] = {}
+    for name in i18n.catalogue_names():
+        table.update(i18n.table(name, context=CONTEXT))
+    return table
+
+
+def translate_or_keep(text: str, table: dict[str, str]) -> str:
+    """:func:`translate`, or ``text`` as it is where no catalogue has it: a live widget offers control values, and
+    so captions, that the website's player (whose texts the catalogues hold) does not."""
+    try:
+        return translate(text, table)
+    except KeyError:
+        return text
 
 
 # ---------------------------------------------------------------------------------------------------------

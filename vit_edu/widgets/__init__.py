@@ -5,11 +5,19 @@ no kernel runs, :func:`vit_edu.widgets.frames.frame_player` shows the same view 
 values. :func:`explore` gives both from one cell: one output whose widget view Jupyter shows while the
 kernel runs, and whose HTML (the player) the website and any kernel-less viewer show. Tests sweep each
 view over its full control ranges.
+
+The Lab edition's kernels (``python -m vit_edu.book.lab_edition --start``, ``make lab``) run with the environment
+variable :data:`LAB_KERNEL` set to the book's language, ``en`` or ``zh``. There :func:`explore` skips the player,
+which Lab never shows (its save hook puts the chapter's own player back), and for ``zh`` the live widget's labels,
+menu options, captions and notes come from the Chinese edition's output catalogue. Unset (``make execute``, nbval,
+Colab, Binder, plain Jupyter), :func:`explore` builds the player and speaks English.
 """
 
 from __future__ import annotations
 
+import base64
 import html
+import os
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,11 +26,15 @@ import ipywidgets as widgets
 
 from vit_edu.widgets.frames import Frame, control_title, figure_png_bytes, frame_player
 
+# The Lab edition's kernels: the book's language (one of LAB_LANGUAGES); unset elsewhere. See the module's docstring.
+LAB_KERNEL = "VIT_EDU_LAB_KERNEL"
+LAB_LANGUAGES = ("en", "zh")
 # Shown under every live widget: a widget whose kernel has gone keeps its last picture and ignores its controls.
-RESTART_NOTE = (
-    '<span style="font-size: 0.85em; color: #666">If moving a control changes nothing, the kernel has '
-    "restarted or stopped: run this cell again.</span>"
-)
+RESTART_TEXT = "If moving a control changes nothing, the kernel has restarted or stopped: run this cell again."
+# A Lab kernel's HTML fallback instead of the player: the first picture, kept where a save finds no player to restore.
+LIVE_FALLBACK_CLASS = "vit-live-fallback"
+LIVE_FALLBACK_TEXT = "The picture this cell showed when it ran. Run this cell for the live widget."
+_NOTE_STYLE = "font-size: 0.85em; color: #666"
 # Keys pressed on a focused control belong to it. JupyterLab reads keys that reach the page as notebook shortcuts
 # ("r" made the cell raw, arrows moved to another cell: ipywidgets issue #3912), so the widget's box stops plain
 # keys (no Ctrl, Alt or Meta; not Escape, nor Shift+Enter, which runs the cell). ipywidgets offers no hook for
@@ -37,6 +49,26 @@ KEY_GUARD = (
     '">'
 )
 LIVE_CLASS = "vit-live"  # the widget box's class, which KEY_GUARD looks for
+# A slider's handle at its maximum overhangs the track: its value text keeps a gap (a typed slider's readout too).
+READOUT_STYLE = f"<style>.{LIVE_CLASS} .widget-readout {{ margin-left: 0.6em; }}</style>"
+
+
+def lab_language() -> str | None:
+    """The book's language where a Lab edition's kernel runs (:data:`LAB_KERNEL`), else None."""
+    language = os.environ.get(LAB_KERNEL) or None
+    if language is not None and language not in LAB_LANGUAGES:
+        raise ValueError(f"{LAB_KERNEL}={language!r}: the Lab edition's languages are {LAB_LANGUAGES}")
+    return language
+
+
+def lab_words() -> Callable[[str], str] | None:
+    """What turns the live widget's English into the Lab kernel's language; None for English."""
+    if lab_language() != "zh":
+        return None
+    from vit_edu.book import output_text  # the book's tooling, needed only by the Chinese Lab's kernels
+
+    table = output_text.chinese_outputs()
+    return lambda text: output_text.translate_or_keep(text, table)
 
 
 def _png_size(png: bytes) -> tuple[int, int]:
@@ -45,14 +77,19 @@ def _png_size(png: bytes) -> tuple[int, int]:
     return width, height
 
 
-# Space after each control (and its value text), so a value never runs into the next control's label.
+# Space after each control (and its value text), so a value never runs into the next control's label; a slider's
+# value text also keeps 0.6 em from the slider, whose handle overhangs the track at its maximum.
 _GAP = "2px 1.6em 2px 2px"
+_READOUT_GAP = "2px 1.6em 2px 0.6em"
 
 
-def _control(name: str, values: Sequence[Any], value: Any) -> widgets.ValueWidget:
-    """A slider for numbers (an IntSlider with a typed readout when they are consecutive integers), else a menu."""
+def _control(name: str, values: Sequence[Any], value: Any,
+             words: Callable[[str], str] | None = None) -> widgets.ValueWidget:
+    """A slider for numbers (an IntSlider with a typed readout when they are consecutive integers), else a menu
+    (its options shown through ``words`` where given, their values unchanged)."""
     values = list(values)
-    label = dict(description=control_title(name), style={"description_width": "initial"})
+    tr = words or str
+    label = dict(description=tr(control_title(name)), style={"description_width": "initial"})
     if all(isinstance(v, int) and not isinstance(v, bool) for v in values) and values == list(
         range(values[0], values[0] + len(values))
     ) and len(values) > 1:
@@ -62,7 +99,8 @@ def _control(name: str, values: Sequence[Any], value: Any) -> widgets.ValueWidge
         # A SelectionSlider's readout looks editable but ignores what is typed: hide it, show the value as text.
         return widgets.SelectionSlider(options=values, value=value, continuous_update=False, readout=False,
                                        layout=widgets.Layout(width="min(100%, 24em)"), **label)
-    return widgets.Dropdown(options=values, value=value, layout=widgets.Layout(margin=_GAP), **label)
+    options = [(tr(str(v)), v) for v in values] if words else values
+    return widgets.Dropdown(options=options, value=value, layout=widgets.Layout(margin=_GAP), **label)
 
 
 def live(
@@ -71,6 +109,7 @@ def live(
     *,
     start: dict[str, Any] | None = None,
     dpi: int = 80,
+    words: Callable[[str], str] | None = None,
 ) -> widgets.VBox:
     """A widget box: one control per entry of ``controls``, the view's figure and its caption below.
 
@@ -78,7 +117,9 @@ def live(
     no display message is sent, so notebooks with live widgets also execute headless (``make execute``). The
     picture keeps its own pixel size (never stretched, no empty box around a small one); the controls sit above
     it, so a picture of another height moves only what is below. A control with a single value is shown as text.
+    ``words`` turns each text a reader sees (labels, options, captions, the note) into another language.
     """
+    tr = words or str
     start = start or {}
     unknown = set(start) - set(controls)
     if unknown:
@@ -87,9 +128,9 @@ def live(
     clash = {name: start[name] for name in fixed if name in start and start[name] != fixed[name]}
     if clash:
         raise ValueError(f"start values {clash} differ from the only values offered, {fixed}")
-    inputs = {name: _control(name, values, start.get(name, values[0]))
+    inputs = {name: _control(name, values, start.get(name, values[0]), words)
               for name, values in controls.items() if name not in fixed}
-    readouts = {name: widgets.Label(str(w.value), layout=widgets.Layout(margin=_GAP))
+    readouts = {name: widgets.Label(str(w.value), layout=widgets.Layout(margin=_READOUT_GAP))
                 for name, w in inputs.items() if isinstance(w, widgets.SelectionSlider)}
     picture = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
     caption = widgets.HTML()
@@ -99,7 +140,7 @@ def live(
         png = figure_png_bytes(fig, dpi)
         picture.layout.width = f"{_png_size(png)[0]}px"
         picture.value = png
-        caption.value = text
+        caption.value = tr(text)
         for name, readout in readouts.items():
             readout.value = str(inputs[name].value)
 
@@ -109,12 +150,13 @@ def live(
     row = []  # in the order of ``controls``: each control, a slider's value text after it, a single value as text
     for name in controls:
         if name in fixed:
-            text = f"{control_title(name)} <b>{html.escape(str(fixed[name]))}</b>"
+            text = f"{tr(control_title(name))} <b>{html.escape(tr(str(fixed[name])))}</b>"
             row.append(widgets.HTML(text, layout=widgets.Layout(margin=_GAP)))
         else:
             row += [inputs[name], readouts[name]] if name in readouts else [inputs[name]]
     controls_row = widgets.HBox(row, layout=widgets.Layout(flex_flow="row wrap", align_items="center"))
-    box = widgets.VBox([controls_row, picture, caption, widgets.HTML(RESTART_NOTE + KEY_GUARD)])
+    note = f'<span style="{_NOTE_STYLE}">{tr(RESTART_TEXT)}</span>'
+    box = widgets.VBox([controls_row, picture, caption, widgets.HTML(note + READOUT_STYLE + KEY_GUARD)])
     box.add_class(LIVE_CLASS)
     return box
 
@@ -145,9 +187,23 @@ def explore(
     """The live widget over ``controls`` and, as its fallback, the player over ``site_controls`` (default: the same).
 
     The player's start keeps the entries of ``start`` that it offers, so both faces open on the same picture
-    where they can.
+    where they can. In a Lab edition's kernel (:data:`LAB_KERNEL`) the fallback is the live widget's first picture
+    instead, and the widget speaks the book's language.
     """
+    if lab_language() is not None:
+        words = lab_words()
+        box = live(view, controls, start=start, dpi=dpi, words=words)
+        return Explorer(box, live_fallback(box, alt, words))
     site = site_controls or controls
     site_start = {k: v for k, v in (start or {}).items() if k in site and v in list(site[k])}
     player = frame_player(view, site, start=site_start, dpi=site_dpi, alt=alt)
     return Explorer(live(view, controls, start=start, dpi=dpi), player.data)
+
+
+def live_fallback(box: widgets.VBox, alt: str, words: Callable[[str], str] | None = None) -> str:
+    """HTML of a live widget's current picture and caption, with a note to run the cell (``words``: as in live)."""
+    _controls, picture, caption, _note = box.children
+    tr = words or str
+    png = base64.b64encode(picture.value).decode("ascii")
+    return (f'<div class="{LIVE_FALLBACK_CLASS}"><img alt="{html.escape(tr(alt))}" src="data:image/png;base64,{png}">'
+            f'<div>{caption.value}</div><p style="{_NOTE_STYLE}">{html.escape(tr(LIVE_FALLBACK_TEXT))}</p></div>')

@@ -2,7 +2,8 @@
 
 A live ipywidget needs a Python kernel; the website has none. :func:`frame_player` renders one picture
 (and an optional caption) per combination of control values and returns self-contained HTML (no CDN,
-no external file) whose sliders and menus swap the pictures in the browser.
+no external file) whose sliders and menus swap the pictures in the browser. The website's build moves the
+frames into files of their own (:mod:`vit_edu.book.site_frames`), which the same script then loads on first use.
 """
 
 from __future__ import annotations
@@ -88,7 +89,9 @@ _SCRIPT = """
         root.querySelector("output[data-for='" + i + "']").textContent = text;
       }
     });
-    img.src = "data:image/png;base64," + data.frames[index][0];
+    // On the website each frame is a file (data.base + its name), fetched when first shown; else it is inline.
+    var src = data.base ? data.base + data.frames[index][0] : "data:image/png;base64," + data.frames[index][0];
+    if (img.getAttribute("src") !== src) { img.src = src; }
     caption.innerHTML = data.frames[index][1];
     root.dataset.frame = String(index);
   }
