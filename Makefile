@@ -17,7 +17,7 @@ GRADES ?= _build/homework/grades.csv
 # MathJax's loader, its fonts and the TeX extensions it loads on demand (\\boldsymbol, ...), served locally.
 MATHJAX := book/_static/mathjax/.copied
 ORT := book/_static/ort/.copied
-TRYIT := book/_static/tryit/shapes_vit.onnx
+TRYIT := book/_static/tryit/shapes_vit.onnx.gz
 
 # LANG=en or LANG=zh on the command line: one edition only (make book LANG=zh, make lab LANG=zh). The shell's own
 # LANG (a locale) is left alone.
@@ -61,19 +61,26 @@ $(MATHJAX): $(STAMP)
 	touch $(MATHJAX)
 
 # onnxruntime-web for the "Try it" page, from the committed package-lock.json; its WebAssembly runtime is served
-# by the site itself, like MathJax.
-$(ORT): package-lock.json
+# by the site itself, like MathJax, xz-compressed (14.8 MB -> 2.3 MB: a static host may compress nothing) and
+# unpacked in the page by xz-decompress (tryit.js). The raw .wasm is not shipped.
+$(ORT): package-lock.json | $(STAMP)
 	@command -v npm > /dev/null || { echo "make book needs Node.js and npm for the Try-it page (onnxruntime-web):"; \
 	  echo "  Debian/Ubuntu: apt-get install -y nodejs npm; macOS: brew install node; Windows: nodejs.org"; exit 1; }
 	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
-	mkdir -p book/_static/ort
-	cp $(addprefix node_modules/onnxruntime-web/dist/,ort.wasm.min.js ort-wasm-simd-threaded.mjs ort-wasm-simd-threaded.wasm) book/_static/ort/
+	rm -rf book/_static/ort && mkdir -p book/_static/ort
+	cp $(addprefix node_modules/onnxruntime-web/dist/,ort.wasm.min.js ort-wasm-simd-threaded.mjs) \
+	  node_modules/xz-decompress/dist/package/xz-decompress.min.js book/_static/ort/
+	$(PY) -c "import lzma, pathlib; wasm = pathlib.Path('node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm'); \
+	  pathlib.Path('book/_static/ort', wasm.name + '.xz').write_bytes(lzma.compress(wasm.read_bytes(), check=lzma.CHECK_CRC32, \
+	  preset=9 | lzma.PRESET_EXTREME))"
 	touch $@
 
-# The Try-it page's model (ONNX, exported from the shipped checkpoint) and test images; the browser test's
-# reference outputs from PyTorch go next to the build, not into the site.
+# The Try-it page's model (ONNX, exported from the shipped checkpoint) and test images, which the page fetches
+# gzip-compressed (a static host may compress nothing); the browser test's reference outputs from PyTorch go next to
+# the build, not into the site.
 $(TRYIT): $(STAMP) vit_edu/book/export.py vit_edu/model.py vit_edu/checkpoints/shapes_vit.pt
-	$(PY) -m vit_edu.book.export --out $@ --examples book/_static/tryit/examples.json --reference _build/tryit_reference.json
+	$(PY) -m vit_edu.book.export --out $(basename $@) --examples book/_static/tryit/examples.json --reference _build/tryit_reference.json
+	gzip -9 -n -k -f $(basename $@) book/_static/tryit/examples.json
 
 # Noto Sans CJK from Debian's package, unpacked here (not installed: the browser tests need a system without it).
 $(NOTO):
@@ -282,5 +289,5 @@ bench-grade: $(STAMP)
 	$(PY) tests/bench_grade.py
 
 clean:
-	rm -rf _build book/_static/mathjax book/_static/ort book/_static/tryit/*.onnx book/_static/tryit/*.json book/homework/student \
+	rm -rf _build book/_static/mathjax book/_static/ort book/_static/tryit/*.onnx book/_static/tryit/*.json book/_static/tryit/*.gz book/homework/student \
 	  book/homework/instructor node_modules

@@ -350,6 +350,21 @@ def test_the_chinese_page_frame_is_chinese(server, path):
 
 
 @pytest.mark.parametrize("path", toc_pages())
+def test_the_chinese_page_frame_stays_chinese_once_its_scripts_run(browser, server, path):
+    """What the page's scripts add (sphinx-togglebutton's buttons and their hints, the players' controls) is named
+    and labelled in Chinese too."""
+    page, _ = open_page(browser, server + "zh/" + path)
+    try:
+        shown = page.evaluate("""() => [document.body.innerText].concat(
+            Array.from(document.querySelectorAll('[aria-label], [title], [data-toggle-hint]'), e =>
+              [e.getAttribute('aria-label'), e.getAttribute('title'), e.dataset.toggleHint].join(' ')))""")
+        english = [s for s in FRAME_ENGLISH + ["Click to show", "Click to hide"] if any(s in text for text in shown)]
+        assert not english, f"zh/{path}: {english}"
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("path", toc_pages())
 def test_chinese_glossary_links_sit_on_glossed_whole_words(server, path):
     """A Chinese name links where the page glosses it (位置编码（position embedding）), so 关键 or 像素值 never link
     their 键 or 值 (the whole-word rule is tested in tests/test_glossary_links.py)."""

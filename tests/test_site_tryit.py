@@ -6,12 +6,15 @@ outputs for the examples). Every request that leaves the site's own origin is bl
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import re
+import threading
 
 import numpy as np
 import pytest
-from test_site import ROOT, browser, open_page, server  # noqa: F401  (fixtures)
+from test_site import ROOT, SITE, QuietHandler, browser, open_page, server  # noqa: F401  (fixtures)
 
 from vit_edu.book.i18n import CJK
 
@@ -326,3 +329,85 @@ def test_a_keyboard_user_can_skip_the_drawing_to_the_test_images(page):
     page.keyboard.press("Enter")
     assert page.evaluate("location.hash") == "#tryit-example"
     assert page.locator("#tryit-example").evaluate("e => e.getBoundingClientRect().top >= 0 && e.getBoundingClientRect().bottom <= innerHeight")
+
+
+# ---- what the page fetches -----------------------------------------------------------------------------------
+# A static host may compress nothing, so the site ships ONNX Runtime's WebAssembly xz-compressed and the model and
+# test images gzip-compressed, unpacked in the page (tryit.js; the Makefile writes them).
+PACKED = ["_static/ort/ort-wasm-simd-threaded.wasm.xz", "_static/tryit/shapes_vit.onnx.gz",
+          "_static/tryit/examples.json.gz"]
+
+
+def test_the_page_fetches_the_compressed_runtime_model_and_images(browser, server):  # noqa: F811
+    requested: list[str] = []
+    page, problems = open_page(browser, server + PAGE, requested)
+    try:
+        page.wait_for_function("window.vitTryIt && window.vitTryIt.runs >= 1", timeout=60_000)
+        ours = [url.split("/_static/", 1)[1] for url in requested if "/_static/ort/" in url or "/_static/tryit/" in url]
+        for path in PACKED:
+            assert path.split("/", 1)[1] in ours, f"the page did not fetch {path}: {ours}"
+        raw = [path for path in ours if path.endswith((".wasm", ".onnx", ".json"))]
+        assert not raw, f"the page fetched uncompressed files: {raw}"
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+    for path in PACKED:  # compressed (the runtime's WebAssembly is 14.8 MB unpacked)
+        assert (ROOT / "_build" / "html" / path).stat().st_size < 3_000_000, path
+
+
+def _serve(body: bytes):
+    """A route handler that answers with ``body``."""
+    return lambda route: route.fulfill(body=body, content_type="application/octet-stream")
+
+
+def _spoiled(path, how: str) -> bytes:
+    """The site's file at ``path``, cut in half or with its header kept and the rest replaced by noise."""
+    data = (ROOT / "_build" / "html" / path).read_bytes()
+    if how == "truncated":
+        return data[: len(data) // 2]
+    return data[:12] + np.random.default_rng(0).integers(0, 256, len(data) - 12, dtype=np.uint8).tobytes()
+
+
+@pytest.mark.parametrize(("path", "how"), [(PACKED[0], "truncated"), (PACKED[0], "corrupt"), (PACKED[1], "corrupt")])
+def test_a_file_that_cannot_be_unpacked_is_named_on_the_page(browser, server, path, how):  # noqa: F811
+    """No silent blank: the status line (spoken at once) names the file that could not be unpacked."""
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route(f"**/{path}", _serve(_spoiled(path, how)))
+    try:
+        page.goto(server + PAGE)
+        name = path.rsplit("/", 1)[1]
+        want = f"The model could not start: {name} could not be unpacked ("
+        page.wait_for_function(f"document.getElementById('tryit-status').textContent.startsWith({json.dumps(want)})",
+                               timeout=60_000)
+        status = page.inner_text("#tryit-status")
+        assert status.endswith(").") and len(status) > len(want) + 2, f"no reason given: {status!r}"
+        assert page.inner_text("#tryit-announce") == status  # an error is announced at once
+        assert page.evaluate("window.vitTryIt.runs") == 0 and not page.is_enabled("#tryit-example")
+        assert errors and name in errors[0], errors  # api.ready rejects with the same words
+    finally:
+        page.close()
+
+
+class GzipHost(QuietHandler):
+    """A host that sends .gz files with Content-Encoding: gzip, so that the browser unpacks them before the page."""
+
+    def end_headers(self):
+        if self.path.split("?")[0].endswith(".gz"):
+            self.send_header("Content-Encoding", "gzip")
+        super().end_headers()
+
+
+def test_a_host_that_unpacks_the_gzip_itself_is_understood(browser):  # noqa: F811
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(GzipHost, directory=str(SITE)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    page, problems = open_page(browser, f"http://127.0.0.1:{httpd.server_address[1]}/{PAGE}")
+    try:
+        page.wait_for_function("window.vitTryIt && window.vitTryIt.runs >= 1", timeout=60_000)
+        assert page.evaluate("window.vitTryIt.model.name") == "shapes_vit.onnx"
+        assert page.inner_text("#tryit-status").startswith("Prediction: ")
+        assert not problems, "\n".join(problems)
+    finally:
+        page.close()
+        httpd.shutdown()

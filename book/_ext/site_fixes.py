@@ -14,6 +14,10 @@ edition, the first use the page glosses (位置编码（position embedding）), 
 Two editions: the English site and the Chinese one under ``zh/`` (``vit_edition: zh``, written by
 ``vit_edu.book.zh_edition``). Every page links to the same page in the other edition.
 
+Weight: a page loads what it uses. MathJax only where the page has a formula, sphinx-design's files only where a page
+uses a component, FontAwesome's fonts cut to the icons the site shows (its 1.5 MB script is dropped by
+book/_templates/layout.html, with the search index on pages other than search).
+
 Search: the site indexes Chinese too (``html_search_language: zh``, words split by jieba); the glossary's Chinese
 names go into jieba's dictionary so that each one, such as 位置编码, is found as one word.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import os
+import posixpath
 import re
 import tempfile
 from pathlib import Path
@@ -47,6 +52,31 @@ def _dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict
             seen.add(key)
             unique.append(script)
     context["script_files"] = unique
+
+
+def _mathjax_only_with_math(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
+    """MathJax only on a page with a formula of its own. Sphinx also counts the formulas of every page a toctree
+    includes (for singlehtml), so the root page, whose toctree is the whole book, loaded MathJax for none."""
+    if doctree is not None and any(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block)))):
+        return
+    path = app.config.mathjax_path
+    mathjax = path if "://" in path else posixpath.join("_static", path)
+    context["script_files"] = [s for s in context.get("script_files", [])
+                               if getattr(s, "filename", s) != mathjax
+                               and not str(getattr(s, "attributes", {}).get("body", "")).startswith("window.MathJax")]
+
+
+# Assets an extension adds to every page, needed only where the page uses the extension: sphinx-design's stylesheet
+# and tab script (62 KB) where the page has one of its components (class "sd-..."), which no page of the book does.
+_PAGE_ASSETS = {"_static/sphinx-design.min.css": r'class="(?:[^"]*\s)?sd-', "_static/design-tabs.js": r"\bsd-tab-set\b"}
+
+
+def _assets_only_where_used(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
+    """Each of _PAGE_ASSETS left out of a page whose body does not use it."""
+    body = context.get("body", "")
+    unused = {name for name, used in _PAGE_ASSETS.items() if not re.search(used, body)}
+    for key in ("css_files", "script_files"):
+        context[key] = [a for a in context.get(key, []) if str(getattr(a, "filename", a)) not in unused]
 
 
 def _buttons_follow_repository(app: Sphinx, config: Config) -> None:
@@ -164,16 +194,83 @@ def mark_languages(html: str, edition: str) -> str:
     return "".join(out)
 
 
+def own_pages(outdir: Path) -> list[Path]:
+    """The pages this build wrote: every .html under ``outdir`` except _static and another edition's folder (zh/)."""
+    others = {d.name for d in outdir.iterdir() if d.is_dir() and (d / "_static").is_dir()}
+    return [p for p in outdir.rglob("*.html")
+            if "_static" not in p.relative_to(outdir).parts and p.relative_to(outdir).parts[0] not in others]
+
+
 def _mark_languages_everywhere(app: Sphinx, exception: Exception | None) -> None:
-    """Every page as written, so the sidebars and the in-page contents (written by the theme) are marked too."""
+    """Every page as written, so the sidebars and the in-page contents (written by the theme) are marked too; the
+    theme's icons hidden from screen readers."""
     if exception is None and app.builder.format == "html":
-        for page in Path(app.outdir).rglob("*.html"):
-            if "_static" in page.parts:
-                continue
+        for page in own_pages(Path(app.outdir)):
             text = page.read_text(encoding="utf-8")
-            marked = mark_languages(text, app.config.vit_edition)
+            marked = hide_icons(mark_languages(text, app.config.vit_edition))
             if marked != text:
                 page.write_text(marked, encoding="utf-8")
+
+
+# FontAwesome: pydata-sphinx-theme loads its 1.5 MB script (every icon as SVG) and its fonts (150 KB of solid icons,
+# 120 KB of brands for one GitHub logo) for a dozen icons. book/_templates/layout.html drops the script; the icons
+# come from the fonts, cut here to the glyphs the site shows, and the stylesheet's table of icon classes is cut to the
+# classes the pages and the theme use.
+_ICON_FONTS = ("vendor/fontawesome/webfonts/fa-solid-900.woff2", "vendor/fontawesome/webfonts/fa-regular-400.woff2",
+               "vendor/fontawesome/webfonts/fa-brands-400.woff2")  # the brands' for links to GitHub (a.github)
+_THEME_CSS = "styles/pydata-sphinx-theme.css"
+_ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:before,?)+)\{content:"[^"]*"\}')  # .fa-bars:before{content:"\f0c9"}
+_ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
+_PRIVATE_USE = re.compile(r"\\([ef][0-9a-f]{3})(?![0-9a-f])|([\ue000-\uf8ff])")  # "\f0c9" or the character itself
+_ICON = re.compile(r'<(?:i|span)\s[^>]*\bclass="[^"]*\bfa-[a-z0-9-]+[^"]*"[^>]*>')  # <i class="fa-solid fa-bars">
+
+
+def icon_stylesheet(css: str, used: set[str]) -> str:
+    """The theme's stylesheet with only the icon rules (``.fa-NAME:before{content:...}``) of the ``used`` classes."""
+    return _ICON_RULE.sub(lambda m: m.group(0) if set(_ICON_CLASS.findall(m.group(1))) & used else "", css)
+
+
+def icon_codepoints(*stylesheets: str) -> set[int]:
+    """The private-use code points (FontAwesome's glyphs) the stylesheets show, written escaped or as characters."""
+    return {int(m[0], 16) if m[0] else ord(m[1]) for css in stylesheets for m in _PRIVATE_USE.findall(css)}
+
+
+def hide_icons(html: str) -> str:
+    """Icon-font glyphs hidden from screen readers (``aria-hidden``), as FontAwesome's script did for its SVGs: each
+    icon's control is named by its label or text, and a private-use character read aloud means nothing."""
+    return _ICON.sub(lambda m: m.group(0) if "aria-hidden" in m.group(0) else m.group(0)[:-1] + ' aria-hidden="true">',
+                     html)
+
+
+def icon_classes(text: str) -> set[str]:
+    """The ``fa-NAME`` classes in a page's class attributes (or a script's ``classList="..."``)."""
+    return {c for attr in re.findall(r'class(?:List)?="([^"]*)"', text) for c in _ICON_CLASS.findall(attr)}
+
+
+def _cut_icon_font(app: Sphinx, exception: Exception | None) -> None:
+    """The theme's stylesheet and icon font, from the installed theme each time, cut to the icons this build shows."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import pydata_sphinx_theme
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+    static = Path(app.outdir) / "_static"
+    sources = own_pages(Path(app.outdir)) + sorted((theme / "scripts").glob("*.js"))
+    used = set().union(*(icon_classes(p.read_text(encoding="utf-8")) for p in sources))
+    css = icon_stylesheet((theme / _THEME_CSS).read_text(encoding="utf-8"), used)
+    (static / _THEME_CSS).write_text(css, encoding="utf-8")
+    others = [p.read_text(encoding="utf-8") for p in (static / "styles").glob("*.css") if p != static / _THEME_CSS]
+    options = subset.Options()
+    options.flavor, options.name_IDs, options.layout_features = "woff2", ["*"], []
+    for name in _ICON_FONTS:
+        font = TTFont(theme / name)
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=sorted(icon_codepoints(css, *others)))
+        subsetter.subset(font)
+        font.flavor = "woff2"
+        font.save(static / name)
 
 
 def _mend_body(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:
@@ -334,6 +431,9 @@ def setup(app: Sphinx) -> dict:
     app.connect("html-page-context", _mend_body)
     app.connect("builder-inited", _theme_translations_first)
     app.connect("build-finished", _mark_languages_everywhere)
+    app.connect("build-finished", _cut_icon_font)
     app.add_js_file(None, body=_MODE_FIX, priority=100)
     app.connect("html-page-context", _dedupe_scripts, priority=999)  # after the themes add theirs
+    app.connect("html-page-context", _mathjax_only_with_math, priority=999)  # after sphinx.ext.mathjax adds it
+    app.connect("html-page-context", _assets_only_where_used, priority=999)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

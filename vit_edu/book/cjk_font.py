@@ -1,9 +1,11 @@
-"""A web font cut to the Chinese characters the built site uses, so Chinese renders on a machine without a CJK font.
+"""A web font cut to the Chinese characters each edition uses, so Chinese renders on a machine without a CJK font.
 
 ``python -m vit_edu.book.cjk_font --font NotoSansCJK-Regular.ttc --site _build/html`` (run by ``make book``) reads
-every page and script of the site (both editions), keeps the font's glyphs for the CJK characters found there
-(fontTools' subsetter, the engine of ``pyftsubset``) and writes them as WOFF2 into each edition's ``_static``.
-``vit.css`` declares it with a ``unicode-range``, so a browser downloads it only for a page that has Chinese text.
+every page and script of each edition (the English site, the Chinese one under ``zh/``), keeps the font's glyphs for
+the CJK characters found there (fontTools' subsetter, the engine of ``pyftsubset``) and writes them as WOFF2 into
+that edition's ``_static``: the English pages' glosses (位置编码) use some 330 characters, a quarter of the Chinese
+edition's, so an English reader fetches a font a quarter the size. ``vit.css`` declares it with a ``unicode-range``,
+so a browser downloads it only for a page that has Chinese text.
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ def is_cjk(ch: str) -> bool:
     return any(a <= ord(ch) <= b for a, b in RANGES + PUNCTUATION)
 
 
-def site_characters(site: Path) -> set[str]:
-    """The CJK characters in the site's HTML and JavaScript (pages, the search index, the Try-it page's script)."""
+def site_characters(site: Path, skip: tuple[Path, ...] = ()) -> set[str]:
+    """The CJK characters in the site's HTML and JavaScript (pages, the search index, the Try-it page's script),
+    leaving out the folders in ``skip`` (another edition's)."""
     found: set[str] = set()
     for path in site.rglob("*"):
-        if path.suffix in (".html", ".js") and not any(part in SKIP for part in path.parts):
+        if path.suffix in (".html", ".js") and not any(part in SKIP for part in path.parts) \
+                and not any(folder in path.parents for folder in skip):
             found |= {ch for ch in path.read_text(encoding="utf-8", errors="ignore") if is_cjk(ch)}
     return found
 
@@ -73,15 +77,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--site", type=Path, default=Path("_build/html"))
     parser.add_argument("--family", default="Noto Sans CJK SC", help="the face to take from a .ttc collection")
     args = parser.parse_args(argv)
-    characters = site_characters(args.site)
-    targets = sorted(p / FONT_FILE for p in args.site.rglob("_static") if (p / "vit.css").exists())
-    if not targets:
+    # An edition is a folder with _static/vit.css: the site itself (English) and zh/ inside it (Chinese).
+    editions = sorted(p.parent for p in args.site.rglob("_static") if (p / "vit.css").exists())
+    if not editions:
         raise SystemExit(f"{args.site} has no _static/vit.css: build the book first")
-    size = subset_font(args.font, characters, targets[0], args.family)
-    for other in targets[1:]:
-        other.write_bytes(targets[0].read_bytes())
-    where = ", ".join(str(t) for t in targets)
-    print(f"{len(characters)} Chinese characters, {size / 1024:.0f} KiB of WOFF2, in {where}")
+    for root in editions:
+        characters = site_characters(root, skip=tuple(e for e in editions if e != root and root in e.parents))
+        size = subset_font(args.font, characters, root / "_static" / FONT_FILE, args.family)
+        print(f"{root}: {len(characters)} Chinese characters, {size / 1024:.0f} KiB of WOFF2 in _static/{FONT_FILE}")
 
 
 if __name__ == "__main__":

@@ -88,6 +88,7 @@ def config(strings: dict[str, str]) -> dict:
     sphinx["language"] = "zh_CN"
     sphinx["vit_edition"] = "zh"
     sphinx["nb_code_prompt_show"], sphinx["nb_code_prompt_hide"] = "显示代码单元格", "隐藏代码单元格"
+    sphinx["togglebutton_hint"], sphinx["togglebutton_hint_hide"] = "点击显示", "点击隐藏"
     return settings
 
 

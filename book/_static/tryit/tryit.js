@@ -548,13 +548,59 @@
     });
   }
 
+  // ---- what the page fetches ----------------------------------------------------------------------------
+  // Compressed by the Makefile, since a static host may compress nothing: ONNX Runtime's WebAssembly (14.8 MB) as
+  // xz (2.3 MB), unpacked as it arrives by xz-decompress (a 20 kB decoder, itself WebAssembly); the model and the
+  // test images as gzip, unpacked by the browser's own DecompressionStream.
+  const RUNTIME = "ort/ort-wasm-simd-threaded.wasm.xz";
+  class Unpacking extends Error {}  // a file could not be fetched or unpacked: the page says which, and why
+
+  function loadScript(src) {
+    return new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = src;
+      script.onload = resolve;
+      script.onerror = () => reject(new Error(`${src} did not load`));
+      document.head.append(script);
+    });
+  }
+
+  async function fetchPacked(path) {  // the file at base + path (.xz or .gz), unpacked: a Uint8Array
+    try {
+      const xz = path.endsWith(".xz");
+      const [response] = await Promise.all([fetch(base + path), xz && loadScript(base + "ort/xz-decompress.min.js")]);
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      return await readAll(xz ? new window["xz-decompress"].XzReadableStream(response.body) : await gunzip(response));
+    } catch (err) {
+      throw new Unpacking(say("no_unpack", { file: path.split("/").pop(), error: err.message || String(err) }));
+    }
+  }
+
+  async function readAll(stream) {  // a stream's bytes in one Uint8Array; a decoder's error thrown as it is
+    const chunks = [], reader = stream.getReader();
+    for (let got = await reader.read(); !got.done; got = await reader.read()) chunks.push(got.value);
+    const all = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
+    chunks.reduce((at, chunk) => { all.set(chunk, at); return at + chunk.length; }, 0);
+    return all;
+  }
+
+  async function gunzip(response) {  // a stream of the unpacked bytes (a host that sent them unpacked: as they are)
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const stream = new Blob([bytes]).stream();
+    return bytes[0] === 0x1f && bytes[1] === 0x8b ? stream.pipeThrough(new DecompressionStream("gzip")) : stream;
+  }
+
   async function start() {
     try {
-      ort.env.wasm.wasmPaths = base + "ort/";
-      ort.env.wasm.numThreads = 1;  // threads need cross-origin isolation, which a static site does not have
-      const [response, file] = await Promise.all([fetch(base + "tryit/examples.json"), fetch(base + "tryit/" + SHIPPED)]);
-      examples = await response.json();
-      const shipped = await openModel(new Uint8Array(await file.arrayBuffer()), SHIPPED);
+      ort.env.wasm.wasmPaths = base + "ort/";  // the loader (.mjs); its WebAssembly is given below
+      // One thread: more need SharedArrayBuffer, which a browser gives only to a cross-origin-isolated page (headers
+      // a static host may not send); without them ort runs one anyway, warning if asked for more. The model takes ~2 ms.
+      ort.env.wasm.numThreads = 1;
+      const [wasm, model, images] = await Promise.all(
+        [RUNTIME, `tryit/${SHIPPED}.gz`, "tryit/examples.json.gz"].map(fetchPacked));
+      ort.env.wasm.wasmBinary = wasm;
+      examples = JSON.parse(new TextDecoder().decode(images));
+      const shipped = await openModel(model, SHIPPED);
       meta = shipped.meta;
       setRGB(examples.images[0], examples.image_size);
       wireControls();
@@ -564,7 +610,7 @@
       $("tryit-compare-stop").disabled = true;  // nothing to stop yet
       await use(shipped);
     } catch (err) {
-      show(say("no_start", { error: err.message }), true);
+      show(err instanceof Unpacking ? err.message : say("no_start", { error: err.message }), true);
       throw err;
     }
   }
