@@ -223,7 +223,10 @@ def test_every_frame_player_changes_its_picture(browser, server, path):
             # have brought a next player's first frame into view.
             new = [url for url in fetched[seen:] if "/frames/" in url and (url == shown or url not in firsts)]
             assert new == [shown] or (not new and shown in fetched[:seen]), f"{path}: player {i} move fetched {new}"
-            # A burst of moves (a held arrow key) is announced once, after the pause, with the new caption.
+            # A burst of moves (a held arrow key) is announced once, after the pause, with the new caption. Counted
+            # from after the move above has been announced (its picture's fetch may outlast the pause).
+            page.wait_for_timeout(700)
+            live.evaluate("e => { e.dataset.changes = '0'; }")
             control.evaluate("e => { for (let k = 0; k < 5; k++) e.dispatchEvent(new Event('input', {bubbles: true})); }")
             page.wait_for_timeout(1200)
             caption = player.locator(".vit-frames-caption").text_content().strip()
@@ -590,3 +593,27 @@ def test_each_edition_has_a_cjk_font_with_its_own_characters():
     english = (SITE / "_static/vit-cjk.woff2").stat().st_size
     chinese = (SITE / "zh/_static/vit-cjk.woff2").stat().st_size
     assert english < chinese / 2, f"English pages' font: {english} bytes, not cut to their characters ({chinese})"
+
+
+@pytest.mark.parametrize("path", both_editions())
+def test_figures_keep_legible_labels_on_a_phone(browser, server, path):
+    """On a 390-px phone every figure and player picture shows at least MIN_SCALE of its size, less a rounding margin
+    (10-point labels 9 px or more; vit_edu.book.wide_figures), a wide one scrolling in its own box, which a keyboard
+    reaches and a screen reader names, while the page itself does not scroll sideways."""
+    from vit_edu.book.wide_figures import MIN_SCALE
+
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    try:
+        page.goto(server + path, wait_until="load")
+        page.evaluate(LOAD_LAZY_IMAGES)
+        small = page.evaluate("""() => Array.from(document.querySelectorAll('main img')).filter(i => i.naturalWidth)
+            .map(i => [i.getAttribute('src').split('/').pop().slice(0, 24), i.getBoundingClientRect().width / i.naturalWidth])""")
+        small = [(name, round(scale, 2)) for name, scale in small if scale < MIN_SCALE - 0.03]
+        assert not small, f"{path}: pictures shrunk below {MIN_SCALE:.0%} on a phone: {small[:5]}"
+        boxes = page.evaluate("""() => Array.from(document.querySelectorAll('.vit-wide-figure'))
+            .filter(b => b.scrollWidth > b.clientWidth + 1)
+            .map(b => [b.tabIndex, b.getAttribute('role'), b.getAttribute('aria-label') || ''])""")
+        assert all(tab == 0 and role == "region" and label for tab, role, label in boxes), f"{path}: {boxes[:3]}"
+        assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 1
+    finally:
+        page.close()

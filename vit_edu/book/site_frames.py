@@ -5,7 +5,8 @@ anywhere; on the website that made a chapter page weigh megabytes, and the Chine
 ``python -m vit_edu.book.site_frames --site _build/html`` (run by ``make book`` once the editions are built)
 writes each distinct frame once, as ``frames/<content hash>.png``, and rewrites every page's players to name
 them: the data gets a ``base`` (the relative way from the page to ``frames/``) and file names in place of base64,
-and the first picture becomes a lazy ``<img>`` of known size. The player's own script then fetches a frame when
+and the first picture becomes a lazy ``<img>`` of known size (boxed, if wide, to stay legible on a phone:
+:mod:`vit_edu.book.wide_figures`). The player's own script then fetches a frame when
 it is shown. A page already rewritten is left as it is; frames that no page names any more are removed.
 """
 
@@ -21,10 +22,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from vit_edu.book.wide_figures import png_size, wide_box
 from vit_edu.widgets.frames import frame_index
 
 FRAMES = "frames"  # the folder under the site's root
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FRAME_NAME = re.compile(r"[0-9a-f]{16}\.png")
 # One player: its opening tag, everything up to its data, the data, and the data's closing tag (frames.py's HTML).
 PLAYER = re.compile(r'<div class="vit-frames" id="(?P<id>[^"]+)">(?P<body>.*?<script type="application/json" '
@@ -45,13 +46,6 @@ class Report:
     removed: int = 0  # frame files no page names any more
     frames: int = 0  # frame files the site's pages name, and their bytes
     frame_bytes: int = 0
-
-
-def png_size(png: bytes) -> tuple[int, int]:
-    """Width and height of a PNG, from its header."""
-    if not png.startswith(PNG_SIGNATURE) or png[12:16] != b"IHDR":
-        raise ValueError(f"not a PNG (it starts {png[:16]!r})")
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 def frame_name(png: bytes) -> str:
@@ -99,7 +93,8 @@ def _player(m: re.Match, page: Path, base: str, frames_dir: Path, names: set[str
     width, height = png_size((frames_dir / frames[first][0]).read_bytes())
     attrs = INLINE_SRC.sub(f' src="{base}{frames[first][0]}" loading="lazy" width="{width}" height="{height}"',
                            image["attrs"], count=1)
-    body = m["body"][:image.start()] + f'<img class="vit-frames-image"{attrs}>' + m["body"][image.end():]
+    boxed = wide_box(f'<img class="vit-frames-image"{attrs}>', width)  # legible on a phone
+    body = m["body"][:image.start()] + boxed + m["body"][image.end():]
     payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
     return f'<div class="vit-frames" id="{m["id"]}">{body}{payload}</script>'
 
