@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vit_edu.book.wide_figures import NARROWEST, png_size, wide_box, widen
+from vit_edu.book.wide_figures import NARROWEST, wide_box, widen
+from vit_edu.widgets.frames import png_size
 
 PNG_HEADER = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + (1211).to_bytes(4, "big") + (300).to_bytes(4, "big")
 

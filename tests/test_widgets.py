@@ -70,7 +70,7 @@ def test_a_control_with_one_value_is_shown_as_text_and_passed_to_the_view():
 
 
 def test_values_keep_a_gap_before_the_next_label_and_pictures_keep_their_own_size():
-    from vit_edu.widgets import _png_size
+    from vit_edu.widgets.frames import png_size
 
     calls.clear()
     sizes = {8: (2, 6), 16: (2, 2)}  # a tall picture, then a short one
@@ -83,9 +83,9 @@ def test_values_keep_a_gap_before_the_next_label_and_pictures_keep_their_own_siz
     box = live(view, {"size": [8, 16], "mode": ["a", "b"]})
     (slider, readout, menu), picture = box.children[0].children, box.children[1]
     assert readout.layout.margin.split()[1] == "1.6em" and menu.layout.margin.split()[1] == "1.6em"
-    tall = _png_size(picture.value)
+    tall = png_size(picture.value)
     slider.value = 16
-    short = _png_size(picture.value)
+    short = png_size(picture.value)
     assert short[1] < tall[1] / 2 and picture.layout.width == f"{short[0]}px"  # shown at its own pixel width
     assert picture.layout.min_height is None and picture.layout.height == "auto"  # no box kept from the tall one
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 
-from vit_edu.book.wide_figures import png_size, widen
+from vit_edu.book.wide_figures import widen
+from vit_edu.widgets.frames import png_size
 
 
 def _box_wide_figures(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: object) -> None:

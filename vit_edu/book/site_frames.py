@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vit_edu.book.wide_figures import png_size, wide_box
-from vit_edu.widgets.frames import frame_index
+from vit_edu.book.wide_figures import wide_box
+from vit_edu.widgets.frames import frame_index, png_size
 
 FRAMES = "frames"  # the folder under the site's root
 FRAME_NAME = re.compile(r"[0-9a-f]{16}\.png")

@@ -16,16 +16,8 @@ from collections.abc import Callable
 
 MIN_SCALE = 0.65  # vit.css: 10-point labels stay 9 px or more
 NARROWEST = 500  # a picture this wide or less fits a phone's column (358 px; a player's, 338) at MIN_SCALE: left alone
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # A figure of the page: an <img> of a PNG that Sphinx copied into _images/.
 SITE_IMAGE = re.compile(r'<img\b[^>]*\bsrc="(?:\.\./)*_images/([^"/]+\.png)"[^>]*>')
-
-
-def png_size(png: bytes) -> tuple[int, int]:
-    """Width and height of a PNG, from its header."""
-    if not png.startswith(PNG_SIGNATURE) or png[12:16] != b"IHDR":
-        raise ValueError(f"not a PNG (it starts {png[:16]!r})")
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 def wide_box(image: str, width: int) -> str:

@@ -18,13 +18,12 @@ from __future__ import annotations
 import base64
 import html
 import os
-import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as widgets
 
-from vit_edu.widgets.frames import Frame, control_title, figure_png_bytes, frame_player
+from vit_edu.widgets.frames import Frame, control_title, figure_png_bytes, frame_player, png_size
 
 # The Lab edition's kernels: the book's language (one of LAB_LANGUAGES); unset elsewhere. See the module's docstring.
 LAB_KERNEL = "VIT_EDU_LAB_KERNEL"
@@ -69,12 +68,6 @@ def lab_words() -> Callable[[str], str] | None:
 
     table = output_text.chinese_outputs()
     return lambda text: output_text.translate_or_keep(text, table)
-
-
-def _png_size(png: bytes) -> tuple[int, int]:
-    """(width, height) in pixels, read from the PNG header."""
-    width, height = struct.unpack(">II", png[16:24])
-    return width, height
 
 
 # Space after each control (and its value text), so a value never runs into the next control's label; a slider's
@@ -138,7 +131,7 @@ def live(
     def update(_change: object = None) -> None:
         fig, text = view(**fixed, **{name: w.value for name, w in inputs.items()})
         png = figure_png_bytes(fig, dpi)
-        picture.layout.width = f"{_png_size(png)[0]}px"
+        picture.layout.width = f"{png_size(png)[0]}px"
         picture.value = png
         caption.value = tr(text)
         for name, readout in readouts.items():

@@ -134,6 +134,17 @@ def figure_png_bytes(fig: Figure, dpi: int = 72) -> bytes:
     return buffer.getvalue()
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_size(png: bytes | memoryview) -> tuple[int, int]:
+    """Width and height of a PNG (bytes, or a widget's memoryview of them), from its header."""
+    png = bytes(png[:24])
+    if not png.startswith(PNG_SIGNATURE) or png[12:16] != b"IHDR":
+        raise ValueError(f"not a PNG (it starts {png[:16]!r})")
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
 def figure_to_png(fig: Figure, dpi: int = 72) -> str:
     """Base64 PNG of ``fig``, ready for a ``data:`` URL."""
     return base64.b64encode(figure_png_bytes(fig, dpi)).decode("ascii")
