@@ -179,6 +179,19 @@ def test_one_edition_rebuilt_alone_keeps_the_other_editions_frames_and_drops_fra
     assert len(list((site / "frames").iterdir())) == 4
 
 
+def test_a_site_of_the_chinese_edition_alone_is_rewritten(tmp_path):
+    """make book LANG=zh builds only _build/html/zh/: its players get their files all the same."""
+    from vit_edu.book.site_frames import rewrite_site
+
+    site = _site(tmp_path, _player_html())
+    for english in ("index.html", "book/ch.html", "book/plain.html"):
+        (site / english).unlink()
+    (site / "zh/index.html").write_text("<p>首页</p>", encoding="utf-8")
+    report = rewrite_site(site)
+    assert (report.pages, report.written) == (1, 4)
+    assert _data((site / "zh/book/ch.html").read_text(encoding="utf-8"))["base"] == "../../frames/"
+
+
 def test_a_bad_page_or_a_missing_frame_is_reported_with_the_page_and_the_player(tmp_path):
     from vit_edu.book.site_frames import main, rewrite_site
 

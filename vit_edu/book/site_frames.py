@@ -126,8 +126,8 @@ def rewrite_page(page: Path, site: Path, report: Report) -> set[str]:
 
 def rewrite_site(site: Path) -> Report:
     """Every page of ``site`` (both editions) with its players' frames as shared files; stale frames removed."""
-    if not (site / "index.html").exists():
-        raise ValueError(f"{site} is not a built site (no index.html)")
+    if not ((site / "index.html").exists() or (site / "zh" / "index.html").exists()):  # make book LANG=zh: zh/ only
+        raise ValueError(f"{site} is not a built site (no index.html, nor zh/index.html)")
     report, names = Report(), set()
     for page in sorted(site.rglob("*.html")):
         if "_static" not in page.relative_to(site).parts:
